@@ -1,0 +1,3 @@
+from tailguard.cli.main import console_main
+
+console_main()

@@ -1,0 +1,1 @@
+"""Command-line face of tailguard: one module per subcommand."""

@@ -1,0 +1,126 @@
+"""Durable file primitives: write-temp, fsync, rename, fsync-directory.
+
+Kept apart from the store so that tests can inject failures (``os.write`` raising ``ENOSPC``)
+at exactly one layer, and so that the durability argument in ``docs/spill.md`` has one place to
+point at.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+import sys
+
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def fsync_fd(fd: int) -> None:
+    """Flush a file's data and metadata to stable storage (``F_FULLFSYNC`` on macOS)."""
+    if sys.platform == "darwin":  # pragma: no cover - plain fsync does not reach the platter there
+        import fcntl
+
+        try:
+            fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+            return
+        except OSError:
+            pass
+    os.fsync(fd)
+
+
+def fsync_dir(path: str) -> None:
+    """Make a directory's entries (a rename, a new file or subdirectory) durable."""
+    if os.name == "nt":  # pragma: no cover - directories cannot be opened there; NTFS journals
+        return
+    fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    try:
+        fsync_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """``os.write`` until every byte is accepted (a write may be short)."""
+    view = memoryview(data).cast("B")
+    chunk = 1 << 30
+    while view:
+        written = os.write(fd, view[:chunk])
+        if written <= 0:  # pragma: no cover - POSIX write never returns 0 for a regular file
+            raise OSError("write accepted no bytes")
+        view = view[written:]
+
+
+def make_dirs_durable(path: str) -> None:
+    """Create ``path`` and missing parents, fsyncing each parent whose entries changed."""
+    missing: list[str] = []
+    probe = os.path.abspath(path)
+    while not os.path.isdir(probe):
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:  # pragma: no cover - the root always exists
+            break
+        probe = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
+        fsync_dir(os.path.dirname(directory))
+
+
+def atomic_write(final_path: str, data: bytes | bytearray | memoryview, tmp_dir: str) -> None:
+    """Publish ``data`` at ``final_path`` all at once, durably, or not at all.
+
+    Sequence: create a fresh temp file in ``tmp_dir`` (same filesystem), write every byte, fsync
+    it, rename it over ``final_path``, fsync the destination directory. A crash at any point
+    leaves either no file at ``final_path`` or the complete one; a leftover temp file is never
+    read as data. On error the temp file is removed and the ``OSError`` propagates.
+    """
+    name = f"{os.path.basename(final_path)[:24]}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+    tmp_path = os.path.join(tmp_dir, name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_NOFOLLOW | _O_CLOEXEC
+    fd = os.open(tmp_path, flags, 0o644)
+    published = False
+    try:
+        try:
+            write_all(fd, data)
+            fsync_fd(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp_path, final_path)
+        published = True
+        fsync_dir(os.path.dirname(final_path))
+    finally:
+        if not published:
+            try:
+                os.unlink(tmp_path)
+            except OSError:
+                pass
+
+
+def read_regular_file(path: str) -> bytes:
+    """Read a whole regular file without following a symlink or blocking on a FIFO.
+
+    Raises ``FileNotFoundError`` when absent and ``IsADirectoryError``/``OSError`` when the
+    entry is not a plain file, so a planted link or device can never be served as data.
+    """
+    fd = os.open(path, os.O_RDONLY | _O_BINARY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"not a regular file: {path}")
+        chunks: list[bytes] = []
+        remaining = info.st_size
+        while True:
+            chunk = os.read(fd, max(remaining, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

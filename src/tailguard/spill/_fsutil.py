@@ -7,6 +7,7 @@ point at.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -96,10 +97,8 @@ def atomic_write(final_path: str, data: bytes | bytearray | memoryview, tmp_dir:
         fsync_dir(os.path.dirname(final_path))
     finally:
         if not published:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp_path)
-            except OSError:
-                pass
 
 
 def read_regular_file(path: str) -> bytes:

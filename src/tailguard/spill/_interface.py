@@ -31,7 +31,7 @@ class MalformedHandleError(SpillError, ValueError):
 
 
 class ForeignHandleError(MalformedHandleError):
-    """A well-formed handle of another scheme (``md5:...``, ``s3:...``): never ours, never looked up."""
+    """A well-formed handle of another scheme (``md5:...``, ``s3:...``): never ours."""
 
 
 class RecordNotFoundError(SpillError, LookupError):

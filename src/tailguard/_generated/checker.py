@@ -1,0 +1,278 @@
+# GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.0.0, sha256 8c4a155f45177348); generator: tailguard.backends.python_render.
+# Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
+"""tailguard runtime checker, spec 1.0.0.
+
+Standard library only: vendor this one file freely. Decide a compaction with
+``check(profile, **case_fields)`` or ``check_case(mapping, profile)``; both return a
+``Decision(decision, failed, holes)``. Bad input raises ``CaseError`` naming the field;
+the guard never allows what it could not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+SPEC_VERSION = '1.0.0'
+SPEC_SHA256 = '8c4a155f451773487b6e018dcd28d3e54ae8b87bff6d45da140c8e379f8e472b'
+UNITS = ('turns', 'messages', 'tokens')
+PROFILES = ('seed', 'strict')
+CLAUSES: dict[str, tuple[str, ...]] = {
+    'seed': ('units_agree', 'floor_reach', 'truncation_clear'),
+    'strict': ('well_formed', 'units_agree', 'floor_in_input', 'floor_in_tail', 'tail_intact', 'seam_contiguous', 'summary_honest', 'no_hole'),
+}
+FIELDS = ('history_end', 'tail_start', 'summary_input', 'summary_covers', 'recovery_floor_span', 'floor_unit', 'truncator_unit', 'prior_truncations', 'prior_coverage', 'spills')
+
+
+class Decision(NamedTuple):
+    """``decision`` is "allow" or "refuse"; ``failed`` lists clause ids in spec order;
+    ``holes`` are the maximal evicted ranges ``(lo, hi)`` (strict ``no_hole`` only)."""
+
+    decision: str
+    failed: tuple[str, ...]
+    holes: tuple[tuple[int, int], ...]
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": self.decision, "failed": list(self.failed),
+                "holes": [list(h) for h in self.holes]}
+
+
+class CaseError(ValueError):
+    """Unusable input: ``field`` names where, ``reason`` says why."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field, self.reason = field, reason
+        super().__init__(f"{field}: {reason}")
+
+
+Pair = tuple[int, int]
+IntervalSet = list[Pair]
+
+
+def _interval(lo: int, hi: int) -> IntervalSet:
+    """The set ``[lo, hi)``; empty when ``hi <= lo``.
+
+    """
+    return [(lo, hi)] if lo < hi else []
+
+
+def _normalize(pairs: Iterable[Pair]) -> IntervalSet:
+    """Union of any pairs as a normal form (empty and reversed pairs contribute nothing).
+
+    """
+    out: IntervalSet = []
+    for lo, hi in sorted(p for p in pairs if p[0] < p[1]):
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _union(a: IntervalSet, b: IntervalSet) -> IntervalSet:
+    """``a ∪ b``."""
+    return _normalize(a + b) if a and b else list(a or b)
+
+
+def _intersect(a: IntervalSet, b: IntervalSet) -> IntervalSet:
+    """``a ∩ b`` by a two-pointer sweep.
+
+    """
+    out: IntervalSet = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo = max(a[i][0], b[j][0])
+        hi = min(a[i][1], b[j][1])
+        if lo < hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _difference(a: IntervalSet, b: IntervalSet) -> IntervalSet:
+    """``a \\ b`` by a sweep.
+
+    """
+    out: IntervalSet = []
+    j = 0
+    for lo, hi in a:
+        while j < len(b) and b[j][1] <= lo:
+            j += 1
+        k = j
+        cur = lo
+        while k < len(b) and b[k][0] < hi:
+            if b[k][0] > cur:
+                out.append((cur, b[k][0]))
+            cur = max(cur, b[k][1])
+            k += 1
+        if cur < hi:
+            out.append((cur, hi))
+    return out
+
+
+def _is_subset(a: IntervalSet, b: IntervalSet) -> bool:
+    """``a ⊆ b``."""
+    return not _difference(a, b)
+
+
+def _fmt_set(s: IntervalSet) -> str:
+    """Human form: ``[0, 8), [9, 12)``; ``nothing`` when empty."""
+    return ", ".join(f"[{lo}, {hi})" for lo, hi in s) if s else "nothing"
+
+def _fmt_pair(pair: tuple[int, int] | None) -> str:
+    return "an interval" if pair is None else f"[{pair[0]}, {pair[1]})"
+
+
+
+def _check_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
+    """Profile 'seed': The seed's assert_compaction_safe, transcribed bit for bit on any integers, quirks included."""
+    v_a = v_I[0]  # a = I.lo
+    failed: list[str] = []
+    holes: tuple[tuple[int, int], ...] = ()
+    if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
+        return Decision("refuse", ('units_agree',), ())
+    if not (v_a <= (v_t - v_F)):  # floor_reach: a <= t - F
+        return Decision("refuse", ('floor_reach',), ())
+    if not all((not ((v_r[1] > (v_t - v_F)) and (v_r[0] < v_t))) for v_r in v_TR):  # truncation_clear: all(r in TR: not (r.hi > t - F and r.lo < t))
+        return Decision("refuse", ('truncation_clear',), ())
+    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+
+
+def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
+    out: list[str] = []
+    v_a = v_I[0]
+    if 'units_agree' in failed:
+        out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; guarantee is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
+    if 'floor_reach' in failed:
+        out.append('floor_reach' + ': ' + 'summarizer input starts at {p0}, but the recovery floor begins at {p1}; floor is not a subset of input'.format(p0=str(v_a), p1=str((v_t - v_F))))
+    if 'truncation_clear' in failed:
+        out.append('truncation_clear' + ': ' + 'prior truncation {p0} intersects recovery floor [{p1}, {p2}); evidence already evicted'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not (not ((v_r[1] > (v_t - v_F)) and (v_r[0] < v_t)))), None)), p1=str((v_t - v_F)), p2=str(v_t)))
+    return out
+
+
+def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
+    """Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail."""
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+        return Decision("refuse", ('well_formed',), ())
+    v_d = v_C[1]  # d = C.hi
+    v_T = (v_t, v_n)  # T = [t, n)
+    v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
+    v_TRU = _normalize(v_TR)  # TRU = union(TR)
+    v_covered = _union(_union(_union(_normalize(v_PC), _normalize(v_SP)), _difference(_intersect(_interval(*v_C), _interval(*v_I)), v_TRU)), _difference(_interval(*v_T), v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    failed: list[str] = []
+    holes: tuple[tuple[int, int], ...] = ()
+    if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
+        failed.append('units_agree')
+    if not _is_subset(_interval(*v_Phi), _interval(*v_I)):  # floor_in_input: Phi subset I
+        failed.append('floor_in_input')
+    if not _is_subset(_interval(*v_Phi), _interval(*v_T)):  # floor_in_tail: Phi subset T
+        failed.append('floor_in_tail')
+    if not all((not _intersect(_interval(*v_r), _interval(*v_T))) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+        failed.append('tail_intact')
+    if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
+        failed.append('seam_contiguous')
+    if not _is_subset(_interval(*v_C), _difference(_interval(*v_I), v_TRU)):  # summary_honest: C subset I \ TRU
+        failed.append('summary_honest')
+    if not _is_subset(_interval(*(0, v_n)), v_covered):  # no_hole: [0, n) subset covered
+        failed.append('no_hole')
+        holes = tuple(_difference(_interval(*(0, v_n)), v_covered))
+    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+
+
+def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
+    out: list[str] = []
+    v_d = v_C[1]
+    v_T = (v_t, v_n)
+    v_Phi = (max(0, (v_n - v_F)), v_n)
+    v_TRU = _normalize(v_TR)
+    v_covered = _union(_union(_union(_normalize(v_PC), _normalize(v_SP)), _difference(_intersect(_interval(*v_C), _interval(*v_I)), v_TRU)), _difference(_interval(*v_T), v_TRU))
+    if 'well_formed' in failed:
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+    if 'units_agree' in failed:
+        out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
+    if 'floor_in_input' in failed:
+        out.append('floor_in_input' + ': ' + 'recovery floor {p0} is not inside summarizer input {p1}'.format(p0=_fmt_pair(v_Phi), p1=_fmt_pair(v_I)))
+    if 'floor_in_tail' in failed:
+        out.append('floor_in_tail' + ': ' + 'recovery floor {p0} is not inside retained tail {p1}'.format(p0=_fmt_pair(v_Phi), p1=_fmt_pair(v_T)))
+    if 'tail_intact' in failed:
+        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not (not _intersect(_interval(*v_r), _interval(*v_T)))), None)), p1=_fmt_pair(v_T)))
+    if 'seam_contiguous' in failed:
+        out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
+    if 'summary_honest' in failed:
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_difference(_interval(*v_C), _difference(_interval(*v_I), v_TRU)))))
+    if 'no_hole' in failed:
+        out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
+    return out
+
+
+_CHECKERS = {'seed': _check_seed, 'strict': _check_strict}
+_EXPLAINERS = {'seed': _explain_seed, 'strict': _explain_strict}
+
+
+def check(profile: str, *, history_end: int, tail_start: int, summary_input: tuple[int, int], summary_covers: tuple[int, int], recovery_floor_span: int, floor_unit: str, truncator_unit: str, prior_truncations: list[tuple[int, int]], prior_coverage: list[tuple[int, int]], spills: list[tuple[int, int]]) -> Decision:
+    """Decide one compaction. Values must already have the right types (see ``check_case``)."""
+    try:
+        checker = _CHECKERS[profile]
+    except KeyError:
+        raise CaseError("profile", f"unknown profile {profile!r}; known: {sorted(_CHECKERS)}") from None
+    return checker(history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit, truncator_unit, prior_truncations, prior_coverage, spills)
+
+
+def explain(profile: str, decision: Decision, *, history_end: int, tail_start: int, summary_input: tuple[int, int], summary_covers: tuple[int, int], recovery_floor_span: int, floor_unit: str, truncator_unit: str, prior_truncations: list[tuple[int, int]], prior_coverage: list[tuple[int, int]], spills: list[tuple[int, int]]) -> list[str]:
+    """One sentence per failed clause, ``"<clause id>: <what is wrong>"``, in spec order."""
+    return _EXPLAINERS[profile](history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit, truncator_unit, prior_truncations, prior_coverage, spills, decision.failed, decision.holes)
+
+
+def _int(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CaseError(field, f"expected an integer, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _pair(value: object, field: str) -> tuple[int, int]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise CaseError(field, f"expected a pair [lo, hi], got {value!r}")
+    return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))
+
+
+def _pairs(value: object, field: str) -> list[tuple[int, int]]:
+    if not isinstance(value, (list, tuple)):
+        raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")
+    return [_pair(v, f"{field}[{i}]") for i, v in enumerate(value)]
+
+
+def _unit(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise CaseError(field, f"expected a unit name (string), got {type(value).__name__} {value!r}")
+    return value
+
+
+def read_case(case: Mapping[str, object]) -> dict[str, Any]:
+    """Check the types of every case field; raise ``CaseError`` naming the first bad one.
+
+    Extra keys are ignored. Integers that are inconsistent (negative, ``lo > hi``, past
+    the history end) are not input errors: the strict profile refuses them (``well_formed``).
+    """
+    if not isinstance(case, Mapping):
+        raise CaseError("case", f"expected a JSON object, got {type(case).__name__}")
+    out: dict[str, Any] = {}
+    for field in FIELDS:
+        if field not in case:
+            raise CaseError(field, "missing field")
+    readers = {'history_end': _int, 'tail_start': _int, 'summary_input': _pair, 'summary_covers': _pair, 'recovery_floor_span': _int, 'floor_unit': _unit, 'truncator_unit': _unit, 'prior_truncations': _pairs, 'prior_coverage': _pairs, 'spills': _pairs}
+    for field, reader in readers.items():
+        out[field] = reader(case[field], field)
+    return out
+
+
+def check_case(case: Mapping[str, object], profile: str = "strict") -> Decision:
+    """Read and decide one case given as a mapping of the case fields (the JSON format)."""
+    return check(profile, **read_case(case))

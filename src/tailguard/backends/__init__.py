@@ -1,0 +1,1 @@
+"""Derivation backends: everything generated from the one parsed spec."""

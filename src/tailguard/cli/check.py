@@ -1,0 +1,40 @@
+"""``tailguard check [--profile seed|strict] [--format text|json] CASE.json``.
+
+Exit 0 allow, 1 refuse, 2 unusable input (the message names the field).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+from tailguard._generated.checker import PROFILES, check, explain
+from tailguard.case import InputError, load_case_file
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("case", metavar="CASE.json", help="the case file ('-' reads stdin)")
+    parser.add_argument("--profile", default="strict", help="seed or strict (default strict)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.profile not in PROFILES:
+        print(f"tailguard check: --profile: unknown profile {args.profile!r}; "
+              f"choose one of {', '.join(PROFILES)}", file=stderr)
+        return 2
+    try:
+        fields = load_case_file(args.case)
+    except InputError as exc:
+        print(f"tailguard check: {exc}", file=stderr)
+        return 2
+    decision = check(args.profile, **fields)
+    if args.format == "json":
+        print(json.dumps(decision.to_json()), file=stdout)
+    else:
+        where = args.case if args.case != "-" else "<stdin>"
+        print(f"{where}: {decision.decision} (profile {args.profile})", file=stdout)
+        for line in explain(args.profile, decision, **fields):
+            print(f"  refuse {line}", file=stdout)
+    return 0 if decision.allowed else 1

@@ -371,14 +371,13 @@ def _render_api(spec: Spec) -> list[str]:
         "    if not isinstance(case, Mapping):",
         '        raise CaseError("case", f"expected a JSON object, got {type(case).__name__}")',
         "    out: dict[str, Any] = {}",
-        "    for field in FIELDS:",
-        "        if field not in case:",
-        '            raise CaseError(field, "missing field")',
     ]
     readers = {"int": "_int", "interval": "_pair", "intervals": "_pairs", "unit": "_unit"}
     lines.append("    readers = {" + ", ".join(f"{i.field!r}: {readers[i.type]}" for i in spec.inputs) + "}")
     lines += [
         "    for field, reader in readers.items():",
+        "        if field not in case:",
+        '            raise CaseError(field, "missing field")',
         "        out[field] = reader(case[field], field)",
         "    return out",
         "",

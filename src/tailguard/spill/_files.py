@@ -192,7 +192,10 @@ class FileSpillStore:
             self._store_object(digest, payload)
             raw = encode_record(record)
             name = hashlib.sha256(raw).hexdigest() + ".json"
-            _fsutil.atomic_write(os.path.join(self._records, name), raw, self._tmp)
+            # A record is this put's alone: if its entry cannot be synced, take it back.
+            _fsutil.atomic_write(
+                os.path.join(self._records, name), raw, self._tmp, retract_on_failure=True
+            )
         except OSError as exc:
             raise SpillWriteError(
                 f"spill of {len(payload)} bytes failed, nothing was recorded: {exc}"

@@ -73,13 +73,21 @@ def make_dirs_durable(path: str) -> None:
         fsync_dir(os.path.dirname(directory))
 
 
-def atomic_write(final_path: str, data: bytes | bytearray | memoryview, tmp_dir: str) -> None:
+def atomic_write(
+    final_path: str,
+    data: bytes | bytearray | memoryview,
+    tmp_dir: str,
+    *,
+    retract_on_failure: bool = False,
+) -> None:
     """Publish ``data`` at ``final_path`` all at once, durably, or not at all.
 
     Sequence: create a fresh temp file in ``tmp_dir`` (same filesystem), write every byte, fsync
     it, rename it over ``final_path``, fsync the destination directory. A crash at any point
     leaves either no file at ``final_path`` or the complete one; a leftover temp file is never
-    read as data. On error the temp file is removed and the ``OSError`` propagates.
+    read as data. On error the temp file is removed and the ``OSError`` propagates; with
+    ``retract_on_failure`` a file already renamed into place whose directory entry could not be
+    synced is removed again, so a failed write is never left visible.
     """
     name = f"{os.path.basename(final_path)[:24]}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
     tmp_path = os.path.join(tmp_dir, name)
@@ -94,7 +102,13 @@ def atomic_write(final_path: str, data: bytes | bytearray | memoryview, tmp_dir:
             os.close(fd)
         os.replace(tmp_path, final_path)
         published = True
-        fsync_dir(os.path.dirname(final_path))
+        try:
+            fsync_dir(os.path.dirname(final_path))
+        except OSError:
+            if retract_on_failure:
+                with contextlib.suppress(OSError):
+                    os.unlink(final_path)
+            raise
     finally:
         if not published:
             with contextlib.suppress(OSError):

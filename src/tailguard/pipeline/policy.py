@@ -1,0 +1,236 @@
+"""Policy files: TOML parsing and validation with file, line and key in every error.
+
+A policy describes one reference pipeline (brief section 6). Parsing never raises
+anything but :class:`PolicyError`, whose ``str`` is ``FILE:LINE: key: reason``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+Unit = Literal["turns", "tokens"]
+UNITS: tuple[str, ...] = ("turns", "tokens")
+
+
+class PolicyError(ValueError):
+    """An unusable policy file; rendered ``FILE:LINE: key: reason``."""
+
+    def __init__(self, file: str, line: int, key: str, reason: str) -> None:
+        super().__init__(f"{file}:{line}: {key}: {reason}")
+        self.file, self.line, self.key, self.reason = file, line, key, reason
+
+
+@dataclass(frozen=True)
+class Truncate:
+    """Budget enforcement: drop the oldest unpinned turns while over ``limit``."""
+
+    unit: Unit
+    limit: int
+    line: int = 0
+    kind: Literal["truncate"] = "truncate"
+
+
+@dataclass(frozen=True)
+class Compact:
+    """Lossy summarization of everything but the retained tail."""
+
+    trigger_unit: Unit
+    trigger: int
+    keep_unit: Unit
+    keep: int
+    summary_tokens: int
+    input_limit: int = 0
+    line: int = 0
+    kind: Literal["compact"] = "compact"
+
+
+Stage = Truncate | Compact
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One parsed policy; ``lines`` maps dotted keys to source lines for diagnostics."""
+
+    name: str
+    turn_min: int
+    turn_max: int
+    floor: int
+    floor_unit: Unit
+    stages: tuple[Stage, ...] = ()
+    base_tokens: int = 0
+    keep_first: int = 0
+    file: str = "<policy>"
+    lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    def with_knob(self, knob: str, value: int, stage: int | None = None) -> Policy:
+        """A copy with one knob changed (``stage`` selects the stage for stage knobs)."""
+        if stage is None:
+            if knob == "turn_max":
+                return replace(self, turn_max=value)
+            return replace(self, **{knob: value})
+        stages = list(self.stages)
+        stages[stage] = replace(stages[stage], **{knob: value})  # type: ignore[arg-type]
+        return replace(self, stages=tuple(stages))
+
+    def line_of(self, key: str) -> int:
+        """Source line of a dotted key (``stage.1.limit``), falling back to its table."""
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key.rpartition(".")[0]
+        return 1
+
+
+_TOP = {"name", "base_tokens", "keep_first", "turn_tokens", "floor", "floor_unit", "stage"}
+_TRUNCATE = {"kind", "unit", "limit"}
+_COMPACT = {
+    "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit",
+}
+_KEY_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]*\")\s*=")
+
+
+def _locate(text: str) -> dict[str, int]:
+    """Map ``key`` / ``stage.i`` / ``stage.i.key`` to 1-based lines (simple TOML subset)."""
+    lines: dict[str, int] = {}
+    prefix = ""
+    stage_count = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if stripped.startswith("[[") and stripped.split("#")[0].strip() == "[[stage]]":
+            prefix = f"stage.{stage_count}."
+            lines[f"stage.{stage_count}"] = number
+            stage_count += 1
+            continue
+        if stripped.startswith("["):
+            prefix = stripped.strip("[] ").split("#")[0].strip() + "."
+            continue
+        match = _KEY_RE.match(raw)
+        if match:
+            lines.setdefault(prefix + match.group(1).strip('"'), number)
+    return lines
+
+
+class _Reader:
+    """Typed accessors that raise :class:`PolicyError` naming file, line and key."""
+
+    def __init__(self, file: str, lines: dict[str, int]) -> None:
+        self.file, self.lines = file, lines
+
+    def fail(self, key: str, reason: str) -> PolicyError:
+        probe = key
+        while probe and probe not in self.lines:
+            probe = probe.rpartition(".")[0]
+        return PolicyError(self.file, self.lines.get(probe, 1), key, reason)
+
+    def integer(self, table: dict[str, Any], key: str, path: str, default: int | None) -> int:
+        if key not in table:
+            if default is None:
+                raise self.fail(path, "required key is missing")
+            return default
+        value = table[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"expected a non-negative integer, got {value!r}")
+        if value < 0:
+            raise self.fail(path, f"must be >= 0, got {value}")
+        return value
+
+    def unit(self, table: dict[str, Any], key: str, path: str) -> Unit:
+        if key not in table:
+            raise self.fail(path, "required key is missing")
+        value = table[key]
+        if value not in UNITS:
+            raise self.fail(path, f"unit must be \"turns\" or \"tokens\", got {value!r}")
+        return "turns" if value == "turns" else "tokens"
+
+    def unknown(self, table: dict[str, Any], allowed: set[str], path: str) -> None:
+        for key in table:
+            if key not in allowed:
+                raise self.fail(f"{path}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def _stage(r: _Reader, raw: Any, index: int) -> Stage:
+    path = f"stage.{index}"
+    if not isinstance(raw, dict):
+        raise r.fail(path, "each [[stage]] must be a table")
+    kind = raw.get("kind")
+    line = r.lines.get(path, 1)
+    if kind == "truncate":
+        r.unknown(raw, _TRUNCATE, path + ".")
+        return Truncate(
+            unit=r.unit(raw, "unit", f"{path}.unit"),
+            limit=r.integer(raw, "limit", f"{path}.limit", None),
+            line=line,
+        )
+    if kind == "compact":
+        r.unknown(raw, _COMPACT, path + ".")
+        return Compact(
+            trigger_unit=r.unit(raw, "trigger_unit", f"{path}.trigger_unit"),
+            trigger=r.integer(raw, "trigger", f"{path}.trigger", None),
+            keep_unit=r.unit(raw, "keep_unit", f"{path}.keep_unit"),
+            keep=r.integer(raw, "keep", f"{path}.keep", None),
+            summary_tokens=r.integer(raw, "summary_tokens", f"{path}.summary_tokens", None),
+            input_limit=r.integer(raw, "input_limit", f"{path}.input_limit", 0),
+            line=line,
+        )
+    reason = "required key is missing" if kind is None else f"unknown stage kind {kind!r}"
+    raise r.fail(f"{path}.kind", reason + " (expected \"truncate\" or \"compact\")")
+
+
+def parse_policy(text: str, file: str = "<policy>") -> Policy:
+    """Parse and validate policy text; raises :class:`PolicyError` on any problem."""
+    lines = _locate(text)
+    r = _Reader(file, lines)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"at line (\d+)", str(exc))
+        raise PolicyError(file, int(match.group(1)) if match else 1, "toml", str(exc)) from None
+    r.unknown(data, _TOP, "")
+    name = data.get("name", Path(file).stem)
+    if not isinstance(name, str):
+        raise r.fail("name", f"expected a string, got {name!r}")
+    if "turn_tokens" not in data:
+        raise r.fail("turn_tokens", "required key is missing")
+    tt = data["turn_tokens"]
+    if (
+        not isinstance(tt, list)
+        or len(tt) != 2
+        or any(isinstance(v, bool) or not isinstance(v, int) for v in tt)
+    ):
+        raise r.fail("turn_tokens", f"expected [min, max] integers, got {tt!r}")
+    if tt[0] < 1:
+        raise r.fail("turn_tokens", f"min must be >= 1 (a turn holds a token), got {tt[0]}")
+    if tt[1] < tt[0]:
+        raise r.fail("turn_tokens", f"cannot have max={tt[1]} < min={tt[0]}")
+    raw_stages = data.get("stage", [])
+    if not isinstance(raw_stages, list):
+        raise r.fail("stage", "use [[stage]] tables")
+    return Policy(
+        name=name,
+        turn_min=tt[0],
+        turn_max=tt[1],
+        floor=r.integer(data, "floor", "floor", None),
+        floor_unit=r.unit(data, "floor_unit", "floor_unit"),
+        stages=tuple(_stage(r, s, i) for i, s in enumerate(raw_stages)),
+        base_tokens=r.integer(data, "base_tokens", "base_tokens", 0),
+        keep_first=r.integer(data, "keep_first", "keep_first", 0),
+        file=file,
+        lines=lines,
+    )
+
+
+def load_policy(path: str) -> Policy:
+    """Read and parse a policy file; unreadable files are a :class:`PolicyError` too."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise PolicyError(path, 0, "file", exc.strerror or str(exc)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(path, 1, "file", f"not UTF-8: {exc.reason}") from None
+    return parse_policy(text, path)

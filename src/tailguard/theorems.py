@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Kind = Literal["theorem", "witness"]
-Status = Literal["proved", "counterexample", "witness", "no-witness", "unknown"]
+Status = Literal["proved", "counterexample", "witness", "no-witness", "mismatch", "unknown"]
 
 #: z3 resource limit per solver call: reproducible, unlike wall-clock timeouts.
 DEFAULT_RLIMIT = 50_000_000
@@ -28,7 +28,8 @@ class Result:
 
     ``status``: ``proved`` (negation unsat), ``counterexample`` (negation sat:
     ``model`` holds it), ``witness`` (the searched-for case exists: ``model``),
-    ``no-witness`` (it provably does not), ``unknown`` (budget exhausted; ``detail``
+    ``no-witness`` (it provably does not), ``mismatch`` (the witness, replayed through the
+    generated checker, did not get the decision the theorem claims), ``unknown`` (budget exhausted; ``detail``
     says which budget).
     ``model`` is a JSON-ready dict, normally a case in the ``tailguard check`` format.
     ``replay`` records what the concrete checker said about the model, when replayed.
@@ -87,13 +88,6 @@ class Outcome:
 
 
 REGISTRY: dict[str, Theorem] = {}
-
-
-@dataclass
-class _Options:
-    bound: str | None = None
-    kind: Kind = "theorem"
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def theorem(

@@ -49,6 +49,34 @@ class ZList:
     def concrete(self, model: Any) -> list[tuple[int, int]]:
         raise NotImplementedError
 
+    def wf(self) -> Any:
+        raise NotImplementedError
+
+    def plus(self, pair: Pair) -> ZList:
+        """This list with one more interval (appended)."""
+        return PlusList(self, pair)
+
+
+class PlusList(ZList):
+    """``base`` followed by one more interval."""
+
+    def __init__(self, base: ZList, pair: Pair) -> None:
+        self.base, self.pair = base, pair
+        self.length = base.length + 1
+
+    def forall(self, body: Callable[[Pair], Any]) -> Any:
+        return z3.And(self.base.forall(body), body(self.pair))
+
+    def exists(self, body: Callable[[Pair], Any]) -> Any:
+        return z3.Or(self.base.exists(body), body(self.pair))
+
+    def wf(self) -> Any:
+        return self.base.wf()
+
+    def concrete(self, model: Any) -> list[tuple[int, int]]:
+        return [*self.base.concrete(model), (model.eval(self.pair[0], model_completion=True).as_long(),
+                                             model.eval(self.pair[1], model_completion=True).as_long())]
+
 
 class ArrayList(ZList):
     """Unbounded: ``lo``, ``hi`` arrays and a symbolic ``length >= 0``."""
@@ -57,12 +85,6 @@ class ArrayList(ZList):
         self.lo = z3.Array(f"{name}.lo", z3.IntSort(), z3.IntSort())
         self.hi = z3.Array(f"{name}.hi", z3.IntSort(), z3.IntSort())
         self.length = z3.Int(f"{name}.len")
-
-    @staticmethod
-    def of(lo: Any, hi: Any, length: Any) -> ArrayList:
-        out = ArrayList.__new__(ArrayList)
-        out.lo, out.hi, out.length = lo, hi, length
-        return out
 
     def at(self, i: Any) -> Pair:
         return (z3.Select(self.lo, i), z3.Select(self.hi, i))
@@ -74,10 +96,6 @@ class ArrayList(ZList):
     def exists(self, body: Callable[[Pair], Any]) -> Any:
         i = fresh_int("i")
         return z3.Exists([i], z3.And(0 <= i, i < self.length, body(self.at(i))))
-
-    def appended(self, pair: Pair) -> ArrayList:
-        return ArrayList.of(z3.Store(self.lo, self.length, pair[0]),
-                            z3.Store(self.hi, self.length, pair[1]), self.length + 1)
 
     def wf(self) -> Any:
         return self.length >= 0
@@ -115,11 +133,6 @@ class FixedList(ZList):
 
     def exists(self, body: Callable[[Pair], Any]) -> Any:
         return z3.Or([z3.And(self._guard(i), body(p)) for i, p in enumerate(self.pairs)] or [False])
-
-    def appended(self, pair: Pair) -> FixedList:
-        """A list one longer; only meaningful when every slot counts (length == k)."""
-        return FixedList([*self.pairs, pair], self.length + 1) if not isinstance(
-            self.length, int) else FixedList([*self.pairs, pair])
 
     def wf(self) -> Any:
         return z3.And(self.length >= 0, self.length <= len(self.pairs))

@@ -41,6 +41,7 @@ class State:
     verbatim: list[int] = field(default_factory=list)  # unpinned turn indices, oldest first
     pinned: list[int] = field(default_factory=list)
     summary: bool = False
+    summary_tokens: int = 0
 
     def occupancy(self, policy: Policy, unit: str) -> int:
         """Tokens: base + summary + verbatim sizes; turns: verbatim turns (pinned included)."""
@@ -50,7 +51,12 @@ class State:
         body = sum(self.sizes[i] for i in self.pinned) + sum(self.sizes[i] for i in self.verbatim)
         return policy.base_tokens + summary_tokens + body
 
-    summary_tokens: int = 0
+    def copy(self) -> State:
+        """An independent copy (the explorer branches on every size)."""
+        return State(
+            list(self.sizes), list(self.verbatim), list(self.pinned), self.summary,
+            self.summary_tokens,
+        )
 
 
 def newest_fitting(sizes: list[int], budget: int) -> int:

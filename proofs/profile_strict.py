@@ -1,0 +1,179 @@
+"""Theorems about profile ``strict`` alone (brief section 5, items 1, 2 and 7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import z3
+
+from proofs._common import project_spec
+from tailguard.backends.z3_encode import Encoder, FixedList, ZCase, symbolic_case
+from tailguard.speclang import ast
+from tailguard.backends.z3_eval import prove
+from tailguard.speclang.load import Spec
+from tailguard.theorems import Result, theorem
+
+#: Intervals per list in the bounded proofs (no_hole's endpoint lemma needs a minimal
+#: uncovered offset, an induction z3 does not do over arrays; per bounded list it is
+#: quantifier-free linear arithmetic, which z3 decides completely).
+BOUND = 3
+
+
+def _merge(results: list[tuple[str, Result]]) -> Result:
+    for name, r in results:
+        if r.status != "proved":
+            return Result(r.status, detail=f"{name}: {r.detail}", model=r.model)
+    return Result("proved", detail=f"{len(results)} parts proved: {', '.join(n for n, _ in results)}")
+
+
+def _max(x: Any, y: Any) -> Any:
+    return z3.If(x >= y, x, y)
+
+
+def _min(x: Any, y: Any) -> Any:
+    return z3.If(x <= y, x, y)
+
+
+def recoverable(zc: ZCase, x: Any) -> Any:
+    """Brief section 4's recovery sources for offset x, written out independently of the spec."""
+    (a, b), (c, d) = zc["I"], zc["C"]
+    truncated = zc["TR"].mem(x)
+    return z3.Or(
+        zc["PC"].mem(x), zc["SP"].mem(x),
+        z3.And(c <= x, x < d, a <= x, x < b, z3.Not(truncated)),
+        z3.And(zc["t"] <= x, x < zc["n"], z3.Not(truncated)),
+    )
+
+
+@theorem(
+    "T1", "Strict allow means everything is recoverable and the floor is in input and tail",
+    "If strict allows, every offset of [0, n) is in prior coverage, a spill, the honest part of "
+    "the new summary, or the untruncated tail, and the floor [max(0, n-F), n) is inside I ∩ T.",
+    bound=f"at most {BOUND} intervals per list",
+)
+def strict_allow_is_recoverable(spec: Spec | None = None) -> Result:
+    spec = spec or project_spec()
+    zc = symbolic_case(spec, bound=BOUND)
+    allows = Encoder(spec, zc).allows(spec.profile("strict"))
+    n, t, f = zc["n"], zc["t"], zc["F"]
+    a, b = zc["I"]
+    x = z3.Int("x")
+    everything = z3.ForAll([x], z3.Implies(z3.And(0 <= x, x < n), recoverable(zc, x)))
+    floor = z3.ForAll([x], z3.Implies(z3.And(_max(0, n - f) <= x, x < n),
+                                      z3.And(a <= x, x < b, t <= x, x < n)))
+    return prove(z3.And(everything, floor), assumptions=z3.And(zc.side_conditions(), allows))[0]
+
+
+def endpoint_forms(zc: ZCase, units: int) -> dict[str, Any]:
+    """Each strict clause as the runtime evaluates it: comparisons of interval endpoints."""
+    n, t, f = zc["n"], zc["t"], zc["F"]
+    (a, b), (c, d) = zc["I"], zc["C"]
+    fu, tu = zc["floor_unit"], zc["truncator_unit"]
+    tr = zc["TR"]
+    phi_lo = _max(0, n - f)
+
+    def disjoint(lo1: Any, hi1: Any, lo2: Any, hi2: Any) -> Any:
+        return _max(lo1, lo2) >= _min(hi1, hi2)
+
+    def wf_pair(p: tuple[Any, Any]) -> Any:
+        return z3.And(0 <= p[0], p[0] <= p[1], p[1] <= n)
+
+    known = lambda u: z3.And(u >= 0, u < units)  # noqa: E731
+    return {
+        "well_formed": z3.And(
+            n >= 0, f >= 0, 0 <= t, t <= n, wf_pair(zc["I"]), wf_pair(zc["C"]),
+            tr.forall(wf_pair), zc["PC"].forall(wf_pair), zc["SP"].forall(wf_pair), known(fu), known(tu),
+        ),
+        "units_agree": fu == tu,
+        "floor_in_input": z3.Or(phi_lo >= n, z3.And(a <= phi_lo, n <= b)),
+        "floor_in_tail": z3.Or(phi_lo >= n, t <= phi_lo),
+        "tail_intact": tr.forall(lambda r: disjoint(r[0], r[1], t, n)),
+        "seam_contiguous": z3.Or(t == 0, d >= t),
+        "summary_honest": z3.Or(c >= d, z3.And(a <= c, d <= b, tr.forall(lambda r: disjoint(r[0], r[1], c, d)))),
+    }
+
+
+def _covered(zc: ZCase, x: Any) -> Any:
+    return recoverable(zc, x)
+
+
+def no_hole_candidates(zc: ZCase) -> list[Any]:
+    """Where a hole can start: 0, the end of a prior coverage or spill, the end of C ∩ I,
+    the start of a truncation. Each is a term; bounded lists only."""
+    (_, b), (_, d) = zc["I"], zc["C"]
+    out = [z3.IntVal(0), _min(b, d)]
+    for name, end in (("PC", 1), ("SP", 1), ("TR", 0)):
+        lst = zc[name]
+        assert isinstance(lst, FixedList)
+        out += [z3.If(z3.IntVal(i) < lst.length, p[end], z3.IntVal(0)) for i, p in enumerate(lst.pairs)]
+    return out
+
+
+def no_hole_endpoint(zc: ZCase) -> Any:
+    n = zc["n"]
+    return z3.And([z3.Implies(z3.And(0 <= p, p < n), _covered(zc, p)) for p in no_hole_candidates(zc)])
+
+
+@theorem(
+    "T2", "The endpoint algorithm is the per-offset definition",
+    "Every strict clause evaluated on interval endpoints (as the runtime does) equals its "
+    "per-offset definition in spec/clauses.toml; no_hole holds iff no candidate start point "
+    "(0, an end of prior coverage, spill or C ∩ I, a start of a truncation) is uncovered, and the "
+    "holes the spec defines are exactly the uncovered offsets.",
+    bound=f"no_hole and holes: at most {BOUND} intervals per list; other clauses: any number",
+)
+def endpoint_equals_per_offset(spec: Spec | None = None) -> Result:
+    spec = spec or project_spec()
+    strict = spec.profile("strict")
+    parts: list[tuple[str, Result]] = []
+    zc = symbolic_case(spec)  # unbounded arrays
+    enc = Encoder(spec, zc)
+    for cid, form in endpoint_forms(zc, len(spec.units)).items():
+        parts.append((cid, prove(enc.clause(strict, cid) == form, assumptions=zc.side_conditions())[0]))
+    zb = symbolic_case(spec, prefix="b.", bound=BOUND)
+    encb = Encoder(spec, zb)
+    n = zb["n"]
+    # no_hole == endpoint form. "holds -> endpoint" is instantiation at the candidates;
+    # the content is the converse: an uncovered offset x forces an uncovered candidate.
+    x = z3.Int("x")
+    uncovered = z3.And(0 <= x, x < n, z3.Not(_covered(zb, x)))
+    parts.append(("no_hole: endpoint -> per-offset", prove(
+        z3.Not(no_hole_endpoint(zb)), assumptions=z3.And(zb.side_conditions(), uncovered))[0]))
+    # the spec's clause is `L subset R`: L is [0, n) and R is exactly the recovery sources,
+    # offset by offset (x is free, so each is proved for every x)
+    clause = strict.clause("no_hole").holds
+    assert isinstance(clause, ast.Subset)
+    left, right = encb.as_set(clause.left, {}), encb.as_set(clause.right, {})
+    parts.append(("no_hole: left side is [0, n)", prove(left(x) == z3.And(0 <= x, x < n),
+                                                       assumptions=zb.side_conditions())[0]))
+    parts.append(("no_hole: right side is the recovery sources", prove(
+        right(x) == _covered(zb, x), assumptions=zb.side_conditions())[0]))
+    holes = encb.holes(strict, "no_hole")
+    parts.append(("holes", prove(holes(x) == uncovered, assumptions=zb.side_conditions())[0]))
+    return _merge(parts)
+
+
+@theorem(
+    "T7", "More truncations never allow more; a well-formed spill never refuses more",
+    "Adding one prior truncation never turns strict refuse into allow (lists of any length); "
+    "adding one well-formed spill never turns strict allow into refuse.",
+)
+def monotone_in_truncations_and_spills(spec: Spec | None = None) -> Result:
+    spec = spec or project_spec()
+    strict = spec.profile("strict")
+    zc = symbolic_case(spec)
+    r = (z3.Int("r.lo"), z3.Int("r.hi"))
+    parts: list[tuple[str, Result]] = []
+    enc = Encoder(spec, zc)
+    enc_tr = Encoder(spec, zc.with_value("TR", zc["TR"].plus(r)))
+    enc_sp = Encoder(spec, zc.with_value("SP", zc["SP"].plus(r)))
+    wf_spill = z3.And(0 <= r[0], r[0] <= r[1], r[1] <= zc["n"])
+    # clause by clause: each is antitone in TR and monotone in SP, hence so is the decision
+    for clause in strict.clauses:
+        parts.append((f"truncation/{clause.id}", prove(
+            z3.Not(enc_tr.clause(strict, clause.id)),
+            assumptions=z3.And(zc.side_conditions(), z3.Not(enc.clause(strict, clause.id))))[0]))
+        parts.append((f"spill/{clause.id}", prove(
+            enc_sp.clause(strict, clause.id),
+            assumptions=z3.And(zc.side_conditions(), wf_spill, enc.clause(strict, clause.id)))[0]))
+    return _merge(parts)

@@ -1,0 +1,84 @@
+"""``tailguard prove [--format text|json] [--only ID ...]``: run the theorems about the spec.
+
+Exit 0 only when every theorem has its expected outcome (proved, or a witness found and
+replayed); a counterexample, a missing witness, a replay mismatch or unknown exits 1.
+The theorems live in the top-level ``proofs/`` package (see ``tailguard.project``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+from typing import TextIO
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these theorem ids")
+
+
+def load_theorems() -> None:
+    """Import every proof module so that its theorems register."""
+    from tailguard.project import project_root
+
+    root = str(project_root())
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    proofs = importlib.import_module("proofs")
+    for info in pkgutil.iter_modules(proofs.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"proofs.{info.name}")
+
+
+def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from tailguard.project import ProjectNotFound
+    from tailguard.speclang.load import SpecError
+
+    try:
+        import z3  # noqa: F401
+    except ImportError:
+        print("tailguard prove: needs z3: pip install 'tailguard[prove]'", file=stderr)
+        return 2
+    try:
+        load_theorems()
+    except (ProjectNotFound, SpecError) as exc:
+        print(f"tailguard prove: {exc}", file=stderr)
+        return 2
+    from tailguard.theorems import REGISTRY
+
+    selected = list(REGISTRY.values())
+    if args.only:
+        unknown = sorted(set(args.only) - set(REGISTRY))
+        if unknown:
+            print(f"tailguard prove: --only: no theorem {', '.join(unknown)}; "
+                  f"known: {', '.join(REGISTRY)}", file=stderr)
+            return 2
+        selected = [t for t in selected if t.id in args.only]
+    outcomes = []
+    live = args.format == "text" and stdout.isatty()
+    for thm in selected:
+        if live:
+            print(f"     {thm.id:<5} {thm.title} ...", end="", file=stdout, flush=True)
+        outcome = thm.run()
+        outcomes.append(outcome)
+        if args.format == "text":
+            mark = "ok " if outcome.passed else "FAIL"
+            print(f"{'\r' if live else ''}{mark} {thm.id:<5} {outcome.result.status:<14} {outcome.seconds:7.3f}s  {thm.title}",
+                  file=stdout)
+            if thm.bound:
+                print(f"          bounded: {thm.bound}", file=stdout)
+            if outcome.result.detail and not outcome.passed:
+                print(f"          {outcome.result.detail}", file=stdout)
+            if outcome.result.model is not None:
+                print(f"          case: {json.dumps(outcome.result.model)}", file=stdout)
+    failed = [o for o in outcomes if not o.passed]
+    if args.format == "json":
+        print(json.dumps({"theorems": [o.to_json() for o in outcomes], "failed": len(failed)}, indent=2),
+              file=stdout)
+    else:
+        print(f"{len(outcomes) - len(failed)} of {len(outcomes)} theorems hold"
+              + (f"; FAILED: {', '.join(o.theorem.id for o in failed)}" if failed else ""), file=stdout)
+    return 1 if failed else 0

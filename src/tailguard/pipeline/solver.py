@@ -1,0 +1,219 @@
+"""z3 engine: bounded search for the shortest failing session, and an inductive
+invariant (found by z3's Spacer, then re-checked with a plain solver) for ``safe``.
+
+A ``safe`` verdict needs a certificate ``Inv`` with: the empty session in ``Inv``;
+``Inv`` closed under every clean append; no append from ``Inv`` reaches a finding.
+By induction on the number of appends no session of any length reaches a finding.
+A bounded search alone never says safe; every budget that runs out says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import z3
+
+from tailguard.pipeline.encode import (
+    AState,
+    basic,
+    encode_step,
+    fresh_state,
+    init_state,
+    needed_window,
+)
+from tailguard.pipeline.model import Finding, replay, static_findings
+from tailguard.pipeline.policy import Policy
+
+Verdict = Literal["safe", "unsafe", "unknown"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Solver budgets: bounded-search depth, Spacer time, rlimit for certificate checks."""
+
+    depth: int = 60
+    quick_depth: int = 16
+    spacer_ms: int = 20_000
+    rlimit: int = 20_000_000
+    max_window: int = 24
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the engine decided, with the replayed trace and how."""
+
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    trace: tuple[int, ...] = ()
+    method: str = ""
+    detail: str = ""
+    seconds: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _model_int(model: z3.ModelRef, term: Any) -> int:
+    return int(model.eval(term, model_completion=True).as_long())
+
+
+class Bmc:
+    """Incremental bounded search over an exact window: shortest failing trace first."""
+
+    def __init__(self, policy: Policy, width: int, rlimit: int) -> None:
+        self.policy = policy
+        self.solver = z3.Solver()
+        self.solver.set("rlimit", rlimit)
+        self.state = init_state(width)
+        self.xs: list[Any] = []
+        self.depth = 0
+
+    def deepen(self) -> tuple[int, ...] | None | Literal["unknown"]:
+        """Try one more step; a trace, ``None`` (no finding at this depth) or unknown."""
+        self.depth += 1
+        x = z3.Int(f"x{self.depth}")
+        st = encode_step(self.policy, self.state, x, f"b{self.depth}")
+        self.solver.add(st.input_ok)
+        self.xs.append(x)
+        self.solver.push()
+        self.solver.add(z3.Or(*[b for _, b in st.bad]) if st.bad else z3.BoolVal(False))
+        result = self.solver.check()
+        trace = None
+        if result == z3.sat:
+            model = self.solver.model()
+            trace = tuple(_model_int(model, v) for v in self.xs)
+        self.solver.pop()
+        if result == z3.unknown:
+            return "unknown"
+        self.solver.add(st.clean)
+        self.state = st.nxt
+        return trace
+
+
+def find_invariant(policy: Policy, width: int, budget: Budget) -> tuple[str, Any]:
+    """Run Spacer on the abstraction: ``("safe", Inv)`` with ``Var(i)`` the i-th state
+    component, ``("unsafe", None)`` or ``("unknown", reason)``."""
+    st = spacer_state(width)
+    x = z3.Int("x")
+    step = encode_step(policy, st, x, "h")
+    sorts = [z3.IntSort()] * len(st.flat())
+    inv = z3.Function("Inv", *sorts, z3.BoolSort())
+    solver = z3.SolverFor("HORN")
+    solver.set("timeout", budget.spacer_ms)
+    bound = st.flat() + step.inputs
+    pre = z3.And(inv(*st.flat()), basic(policy, st), step.input_ok)
+    solver.add(inv(*init_state(width).flat()))
+    solver.add(z3.ForAll(bound, z3.Implies(z3.And(pre, step.clean), inv(*step.nxt.flat()))))
+    for _, b in step.bad:
+        solver.add(z3.ForAll(bound, z3.Implies(z3.And(pre, b), False)))
+    result = solver.check()
+    if result == z3.sat:
+        interp = solver.model()[inv]
+        if isinstance(interp, z3.FuncInterp):
+            if interp.num_entries():
+                return "unknown", "invariant has point entries"
+            return "safe", interp.else_value()
+        return "safe", interp
+    if result == z3.unsat:
+        return "unsafe", None
+    return "unknown", solver.reason_unknown()
+
+
+def spacer_state(width: int) -> AState:
+    """The state variables Spacer's invariant is expressed over."""
+    return fresh_state("s", width)
+
+
+def check_certificate(policy: Policy, width: int, inv_of: Any, rlimit: int) -> str:
+    """Re-check a certificate with a plain solver; returns "" when it holds, else why not.
+
+    ``inv_of(state)`` gives the invariant over a state. Obligations: the empty session
+    satisfies it and ``basic``; both are closed under clean appends; no append from
+    them reaches a finding; and (non-vacuity) some clean append from them exists.
+    """
+    st = fresh_state("c", width)
+    x = z3.Int("x")
+    step = encode_step(policy, st, x, "v")
+
+    def cert(s: AState) -> Any:
+        return z3.And(inv_of(s), basic(policy, s))
+
+    pre = z3.And(cert(st), step.input_ok)
+    obligations = {
+        "initiation": z3.Not(cert(init_state(width))),
+        "consecution": z3.And(pre, step.clean, z3.Not(cert(step.nxt))),
+        "safety": z3.And(pre, z3.Or(*[b for _, b in step.bad], z3.BoolVal(False))),
+    }
+    for name, query in obligations.items():
+        s = z3.Solver()
+        s.set("rlimit", rlimit)
+        s.add(query)
+        r = s.check()
+        if r != z3.unsat:
+            return f"{name} {'fails' if r == z3.sat else 'unknown (rlimit)'}"
+    s = z3.Solver()
+    s.set("rlimit", rlimit)
+    s.add(pre, step.clean)
+    if s.check() != z3.sat:
+        return "vacuous: no clean append from the certificate"
+    return ""
+
+
+def decide(policy: Policy, budget: Budget | None = None) -> Decision:
+    """The verdict for ``policy``: safe (certified), unsafe (replayed trace) or unknown."""
+    budget = budget or Budget()
+    start = time.perf_counter()
+    static = tuple(static_findings(policy))
+    need = needed_window(policy)
+    bmc = Bmc(policy, min(need, budget.depth), budget.rlimit)
+
+    def done(verdict: Verdict, found: tuple[Finding, ...], **kw: Any) -> Decision:
+        return Decision(verdict, static + found, seconds=time.perf_counter() - start, **kw)
+
+    def search(limit: int) -> Decision | None | str:
+        while bmc.depth < limit:
+            got = bmc.deepen()
+            if got == "unknown":
+                return f"rlimit {budget.rlimit} exhausted at depth {bmc.depth}"
+            if got is not None:
+                found, at = replay(policy, list(got))
+                if at != len(got):  # the abstraction disagrees with the model: never report
+                    return f"trace {list(got)} did not replay (step {at}); please report"
+                return done("unsafe", tuple(found), trace=got, method=f"bmc depth {len(got)}")
+        return None
+
+    if not policy.stages:
+        return done("unsafe" if static else "safe", (), method="no stages: nothing is ever lost")
+    quick = search(budget.quick_depth)
+    if isinstance(quick, Decision):
+        return quick
+    width = need if need <= budget.max_window else 1
+    exact = need <= budget.max_window
+    outcome, inv = find_invariant(policy, width, budget)
+    if outcome == "safe":
+
+        def inv_of(s: AState) -> Any:
+            return z3.substitute_vars(inv, *s.flat())
+
+        problem = check_certificate(policy, width, inv_of, budget.rlimit)
+        if not problem:
+            if static:
+                return done("unsafe", (), method="static: unit mismatch; dynamics certified safe")
+            return done("safe", (), method=f"inductive invariant (window {width}), re-checked")
+        outcome, inv = "unknown", f"certificate re-check: {problem}"
+    if isinstance(quick, str):
+        return done("unknown", (), detail=quick)
+    deep = search(budget.depth)
+    if isinstance(deep, Decision):
+        return deep
+    if static:
+        return done("unsafe", (), method="static: unit mismatch", detail=str(deep or ""))
+    if outcome == "unsafe" and exact:
+        why = f"a failing session exists but none within depth {budget.depth} (depth budget)"
+    elif outcome == "unsafe":
+        why = (f"window abstraction (width {width}) too coarse to prove safety and no failing "
+               f"session within depth {budget.depth} (depth budget)")
+    else:
+        why = f"invariant search: {inv} (spacer_ms={budget.spacer_ms}); no failing session " \
+              f"within depth {budget.depth} (depth budget)"
+    return done("unknown", (), detail=deep if isinstance(deep, str) else why)

@@ -66,7 +66,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         outcomes.append(outcome)
         if args.format == "text":
             mark = "ok " if outcome.passed else "FAIL"
-            print(f"{'\r' if live else ''}{mark} {thm.id:<5} {outcome.result.status:<14} {outcome.seconds:7.3f}s  {thm.title}",
+            lead = "\r" if live else ""
+            print(f"{lead}{mark} {thm.id:<5} {outcome.result.status:<14} {outcome.seconds:7.3f}s  {thm.title}",
                   file=stdout)
             if thm.bound:
                 print(f"          bounded: {thm.bound}", file=stdout)

@@ -22,7 +22,7 @@ The equivalent case at a compaction event:
 How the state stays small: truncations are kept as a merged :class:`IntervalUnion`
 (``TRU``) plus a :class:`Staircase` for the seed's raw ``truncation_clear`` test; prior
 coverage and spills as one merged union ``R``; and ``lost = TRU \\ R`` incrementally.
-Then the strict holes are ``lost ∪ (([0, n) \\ R) \\ (C ∩ I ∪ [t, n)))``, and every
+Then the strict holes are ``lost | (([0, n) \\ R) \\ ((C & I) | [t, n)))``, and every
 clause is a bisect or a comparison. ``well_formed`` needs only whether any recorded
 range was reversed, the lowest start and the highest end (with the line that set them).
 
@@ -32,14 +32,16 @@ Standard library only: this module is on the runtime path.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any, TextIO
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple, TextIO
 
 from tailguard._generated.checker import CLAUSES, UNITS, Decision
+from tailguard.eventlog import Append, Compact, Event, EventWriter, Session, Spill, Truncate
 from tailguard.interval_index import IntervalUnion, Staircase
 from tailguard.intervals import normalize
 from tailguard.seed_api import UnrecoverableCompactionError
 
-__all__ = ["Ledger", "LedgerCore"]
+__all__ = ["Ledger", "LedgerCore", "Verdict", "replay"]
 
 Pair = tuple[int, int]
 PROFILES = tuple(CLAUSES)
@@ -296,7 +298,7 @@ class LedgerCore:
         lost = self.lost
         rec = self.recovered
         if not lost and (t == 0 or (x_lo <= 0 < x_hi and x_hi >= t)):
-            pass  # nothing lost and X ∪ T is all of [0, n)
+            pass  # nothing lost and X | T is all of [0, n)
         else:
             outside = self._uncovered_outside(t, x_lo, x_hi)
             if lost or not all(rec.covers(lo, hi) for lo, hi in outside):
@@ -320,10 +322,10 @@ class LedgerCore:
         """One sentence per failed clause, ``"<clause>: <what is wrong>"``, naming lines."""
         t, (a, b), (c, d) = tail_start, summary_input, summary_covers
         n, F = self.n, self.F
-        out: list[str] = []
-        for clause in decision.failed:
-            out.append(f"{clause}: " + self._sentence(profile, clause, decision, t, a, b, c, d, n, F))
-        return out
+        return [
+            f"{clause}: " + self._sentence(profile, clause, decision, t, a, b, c, d, n, F)
+            for clause in decision.failed
+        ]
 
     def _sentence(
         self,
@@ -376,16 +378,14 @@ class LedgerCore:
             unseen = [r for r in ((c, min(d, a)), (max(c, b), d)) if r[0] < r[1]]
             gone = self.truncated.pieces(x_lo, x_hi)
             what = _fmt_all(normalize([*unseen, *gone]))
-            return (
-                f"summary coverage {_fmt(c, d)} claims offsets {what} it never saw"
-                f"{self._lines(gone)}"
-            )
+            why = f"; {_fmt_all(gone)} were truncated{self._lines(gone)}" if gone else ""
+            return f"summary coverage {_fmt(c, d)} claims offsets {what} it never saw{why}"
         if clause == "no_hole":
             return self._holes_sentence(decision.holes)
         return "failed"  # pragma: no cover - every clause id is handled above
 
     def _lines(self, ranges: list[Pair]) -> str:
-        """`` (truncated at line 3)`` / ``(... at lines 3, 7)`` for truncated ``ranges``."""
+        """`` at line 3`` / `` at lines 3, 7``: where ``ranges`` were truncated (text audit)."""
         if self._origins is None or not ranges:
             return ""
         tags: list[object] = []
@@ -396,7 +396,7 @@ class LedgerCore:
         if not tags:
             return ""
         word = "line" if len(tags) == 1 else "lines"
-        return f" (truncated at {word} {', '.join(str(x) for x in tags)})"
+        return f" at {word} {', '.join(str(x) for x in tags)}"
 
     def _holes_sentence(self, holes: tuple[Pair, ...]) -> str:
         truncated: list[Pair] = []
@@ -438,7 +438,8 @@ class LedgerCore:
                 f"a recorded range{_at(self._max_hi_tag)} ends at {self._max_hi}, past the "
                 f"history end {n}"
             )
-        for name, unit in (("floor_unit", self.floor_unit), ("truncator_unit", self.truncator_unit)):
+        units = (("floor_unit", self.floor_unit), ("truncator_unit", self.truncator_unit))
+        for name, unit in units:
             if unit not in UNITS:
                 why.append(f"{name} {unit!r} is not one of {', '.join(UNITS)}")
         return why
@@ -479,7 +480,7 @@ class Ledger:
     Traceback (most recent call last):
     ...
     tailguard.seed_api.UnrecoverableCompactionError: compaction refused (no_hole); evicted \
-offsets [0, 8) are unrecoverable: no_hole: offsets [0, 8) (line 3) were truncated and never \
+offsets [0, 8) are unrecoverable: no_hole: offsets [0, 8) were truncated at line 3 and never \
 summarized or spilled
     >>> led.spill(0, 8, handle="sha256:...")
     >>> led.commit(summary_input=(8, 48), summary_covers=(8, 36), tail_start=36).decision
@@ -506,9 +507,6 @@ summarized or spilled
         after every event unless ``flush=False``. ``keep_history`` keeps the raw ranges so
         that :meth:`equivalent_case` works (memory then grows with the events).
         """
-        # local import: eventlog imports this module for replay
-        from tailguard.eventlog import EventWriter
-
         for name, value in (("recovery_floor_span", recovery_floor_span),):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name}: expected an integer, got {value!r}")
@@ -644,3 +642,62 @@ def _pair(value: object, field: str) -> Pair:
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise TypeError(f"{field}: expected a pair (lo, hi), got {value!r}")
     return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))
+
+
+class Verdict(NamedTuple):
+    """The judgement of one recorded compaction (``explanation`` only when asked for)."""
+
+    line: int
+    decision: Decision
+    explanation: tuple[str, ...]
+    override: str | None
+    compaction: Compact
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, **self.decision.to_json()}
+
+
+def replay(
+    events: Iterable[Event], *, profile: str = "strict", explain: bool = False
+) -> Iterator[Session | Verdict]:
+    """Replay events (from :func:`tailguard.eventlog.iter_events`) through a ledger core.
+
+    Yields the :class:`~tailguard.eventlog.Session` header first, then one
+    :class:`Verdict` per compaction, in log order, each judged against the state recorded
+    before it; every compaction is then recorded (it happened). Streams: the state is the
+    interval sets (plus, with ``explain``, which line truncated what).
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; known: {sorted(PROFILES)}")
+    it = iter(events)
+    header = next(it)
+    if not isinstance(header, Session):
+        raise ValueError("the first event must be the session header")
+    yield header
+    core = LedgerCore(
+        header.recovery_floor_span,
+        header.floor_unit,
+        header.truncator_unit,
+        track_origins=explain,
+    )
+    decide = core.decide
+    for ev in it:
+        kind = type(ev)
+        if kind is Append:
+            core.n += ev.count  # type: ignore[union-attr]
+        elif kind is Truncate:
+            core.truncate(ev.lo, ev.hi, ev.line)  # type: ignore[union-attr]
+        elif kind is Compact:
+            assert isinstance(ev, Compact)
+            decision = decide(profile, ev.tail_start, ev.summary_input, ev.summary_covers)
+            sentences: tuple[str, ...] = ()
+            if explain and not decision.allowed:
+                sentences = tuple(core.explain(
+                    profile, decision, ev.tail_start, ev.summary_input, ev.summary_covers
+                ))
+            yield Verdict(ev.line, decision, sentences, ev.override, ev)
+            core.compact(ev.summary_input, ev.summary_covers, ev.line)
+        elif kind is Spill:
+            core.spill(ev.lo, ev.hi, ev.line)  # type: ignore[union-attr]
+        else:
+            raise ValueError(f"line {ev.line}: a second session header")

@@ -76,7 +76,8 @@ def assert_compaction_safe(
     Traceback (most recent call last):
     ...
     tailguard.seed_api.UnrecoverableCompactionError: compaction refused (truncation_clear): \
-truncation_clear: prior truncation [0, 30) intersects recovery floor [24, 36); evidence already evicted
+truncation_clear: prior truncation [0, 30) intersects recovery floor [24, 36); evidence \
+already evicted
     """
     truncations = [(lo, hi) for (lo, hi) in prior_truncations]  # the seed's unpacking
     fields = {

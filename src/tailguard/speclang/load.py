@@ -104,7 +104,10 @@ class _Ctx:
         self.path, self.text = path, text
 
     def line_of(self, needle: str) -> int:
-        idx = self.text.find(needle)
+        quoted = '"' + needle.replace("\\", "\\\\") + '"'  # as a TOML basic string
+        idx = self.text.find(quoted)
+        if idx < 0:
+            idx = self.text.find(needle)
         return self.text.count("\n", 0, idx) + 1 if idx >= 0 else 1
 
     def fail(self, where: str, needle: str, msg: str) -> SpecError:

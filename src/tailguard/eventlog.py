@@ -1,0 +1,293 @@
+"""The normative JSONL event log: read it (streaming, line-numbered errors), write it.
+
+Format (``docs/eventlog.md``, schema ``spec/eventlog.schema.json``): UTF-8 JSON, one
+object per line; line 1 is the session header, every later line one event:
+
+- ``{"event": "session", "unit": U, "recovery_floor_span": F,``
+  ``"floor_unit": U1, "truncator_unit": U2}``
+- ``{"event": "append", "count": k}`` (``count`` defaults to 1)
+- ``{"event": "truncate", "range": [lo, hi]}``
+- ``{"event": "compact", "summary_input": [a, b], "summary_covers": [c, d], "tail_start": t}``
+  (optional ``"override": "reason"``: committed although refused)
+- ``{"event": "spill", "range": [lo, hi], "handle": "..."}`` (``handle`` optional)
+
+Extra keys are ignored. Blank lines are skipped. Offsets are JSON integers of any size;
+integers that are inconsistent (negative, reversed, past the history end) are not input
+errors: the strict profile refuses them with ``well_formed``. Anything else unusable raises
+:class:`EventLogError` naming the line and the field.
+
+Standard library only: this module is on the runtime path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple, TextIO
+
+__all__ = [
+    "Append",
+    "Compact",
+    "Event",
+    "EventLogError",
+    "EventWriter",
+    "Session",
+    "Spill",
+    "Truncate",
+    "iter_events",
+    "parse_event",
+]
+
+EVENT_KINDS = ("session", "append", "truncate", "compact", "spill")
+
+
+class EventLogError(ValueError):
+    """Unusable input at ``source:line``: ``field`` says where, ``reason`` says why."""
+
+    def __init__(self, source: str, line: int, field: str, reason: str) -> None:
+        self.source, self.line, self.field, self.reason = source, line, field, reason
+        super().__init__(f"{source}:{line}: {field}: {reason}")
+
+
+class Session(NamedTuple):
+    line: int
+    unit: str
+    recovery_floor_span: int
+    floor_unit: str
+    truncator_unit: str
+
+
+class Append(NamedTuple):
+    line: int
+    count: int
+
+
+class Truncate(NamedTuple):
+    line: int
+    lo: int
+    hi: int
+
+
+class Compact(NamedTuple):
+    line: int
+    summary_input: tuple[int, int]
+    summary_covers: tuple[int, int]
+    tail_start: int
+    override: str | None
+
+
+class Spill(NamedTuple):
+    line: int
+    lo: int
+    hi: int
+    handle: str | None
+
+
+Event = Session | Append | Truncate | Compact | Spill
+
+
+class _Bad(Exception):
+    def __init__(self, field: str, reason: str) -> None:
+        self.field, self.reason = field, reason
+
+
+def _describe(value: object) -> str:
+    text = json.dumps(value) if not isinstance(value, (bytes, bytearray)) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _int(obj: dict[str, Any], field: str) -> int:
+    if field not in obj:
+        raise _Bad(field, "missing field")
+    value = obj[field]
+    if type(value) is not int:
+        raise _Bad(field, f"expected an integer, got {_describe(value)}")
+    return value
+
+
+def _str(obj: dict[str, Any], field: str) -> str:
+    if field not in obj:
+        raise _Bad(field, "missing field")
+    value = obj[field]
+    if not isinstance(value, str):
+        raise _Bad(field, f"expected a string, got {_describe(value)}")
+    return value
+
+
+def _pair(obj: dict[str, Any], field: str) -> tuple[int, int]:
+    value = obj.get(field)
+    if type(value) is list and len(value) == 2 and type(value[0]) is int and type(value[1]) is int:
+        return (value[0], value[1])
+    if field not in obj:
+        raise _Bad(field, "missing field")
+    if not isinstance(value, list) or len(value) != 2:
+        raise _Bad(field, f"expected a pair [lo, hi] of integers, got {_describe(value)}")
+    for i in (0, 1):
+        if type(value[i]) is not int:
+            raise _Bad(f"{field}[{i}]", f"expected an integer, got {_describe(value[i])}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def parse_event(obj: object, line: int, *, first: bool) -> Event:
+    """Check one decoded line; ``first`` says whether it is line 1 (the header).
+
+    Raises :class:`EventLogError` (source ``"<event>"``) naming the field at fault.
+    """
+    try:
+        return _parse(obj, line, first)
+    except _Bad as bad:
+        raise EventLogError("<event>", line, bad.field, bad.reason) from None
+
+
+def _parse(obj: object, line: int, first: bool) -> Event:
+    if type(obj) is not dict:
+        raise _Bad("event", f"expected a JSON object, got {_describe(obj)}")
+    kind = obj.get("event")
+    if first:
+        if kind != "session":
+            if "event" not in obj:
+                raise _Bad("event", "missing field; line 1 must be the session header")
+            raise _Bad("event", f"expected the session header first, got {_describe(kind)}")
+        return Session(
+            line,
+            _str(obj, "unit"),
+            _int(obj, "recovery_floor_span"),
+            _str(obj, "floor_unit"),
+            _str(obj, "truncator_unit"),
+        )
+    if kind == "append":
+        count = obj.get("count", 1)
+        if type(count) is not int:
+            raise _Bad("count", f"expected an integer, got {_describe(count)}")
+        return Append(line, count)
+    if kind == "truncate":
+        lo, hi = _pair(obj, "range")
+        return Truncate(line, lo, hi)
+    if kind == "compact":
+        override = obj.get("override")
+        if override is not None and not isinstance(override, str):
+            raise _Bad("override", f"expected a string, got {_describe(override)}")
+        return Compact(
+            line,
+            _pair(obj, "summary_input"),
+            _pair(obj, "summary_covers"),
+            _int(obj, "tail_start"),
+            override,
+        )
+    if kind == "spill":
+        lo, hi = _pair(obj, "range")
+        handle = obj.get("handle")
+        if handle is not None and not isinstance(handle, str):
+            raise _Bad("handle", f"expected a string, got {_describe(handle)}")
+        return Spill(line, lo, hi, handle)
+    if "event" not in obj:
+        raise _Bad("event", "missing field")
+    if kind == "session":
+        raise _Bad("event", "a second session header; only line 1 may be one")
+    raise _Bad(
+        "event",
+        f"unknown event kind {_describe(kind)}; known: {', '.join(EVENT_KINDS[1:])}",
+    )
+
+
+def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterator[Event]:
+    """Decode and check a log line by line; the first event yielded is the :class:`Session`.
+
+    Streams: holds one line at a time. Raises :class:`EventLogError` at the first unusable
+    line (including a log with no header at all).
+    """
+    loads = json.loads
+    first = True
+    lineno = 0
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            obj = loads(raw)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            if not raw.strip():
+                continue
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise EventLogError(source, lineno, "line", f"not valid JSON ({reason})") from None
+        except RecursionError:
+            raise EventLogError(source, lineno, "line", "JSON nested too deeply") from None
+        try:
+            yield _parse(obj, lineno, first)
+        except _Bad as bad:
+            raise EventLogError(source, lineno, bad.field, bad.reason) from None
+        first = False
+    if first:
+        raise EventLogError(source, max(lineno, 1), "event", "missing session header (empty log)")
+
+
+class EventWriter:
+    """Write the event log to a text stream, one JSON object per line.
+
+    >>> import io
+    >>> out = io.StringIO(); w = EventWriter(out)
+    >>> w.append(3); w.spill(0, 2, None)
+    >>> print(out.getvalue(), end="")
+    {"event": "append", "count": 3}
+    {"event": "spill", "range": [0, 2]}
+    """
+
+    def __init__(self, stream: TextIO, *, flush: bool = True) -> None:
+        self._stream = stream
+        self._flush = flush
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self._stream.write(json.dumps(obj) + "\n")
+        if self._flush:
+            self._stream.flush()
+
+    def session(
+        self, unit: str, recovery_floor_span: int, floor_unit: str, truncator_unit: str
+    ) -> None:
+        self._write({
+            "event": "session",
+            "unit": unit,
+            "recovery_floor_span": recovery_floor_span,
+            "floor_unit": floor_unit,
+            "truncator_unit": truncator_unit,
+        })  # fmt: skip
+
+    def append(self, count: int = 1) -> None:
+        self._write({"event": "append", "count": count})
+
+    def truncate(self, lo: int, hi: int) -> None:
+        self._write({"event": "truncate", "range": [lo, hi]})
+
+    def compact(
+        self,
+        summary_input: tuple[int, int],
+        summary_covers: tuple[int, int],
+        tail_start: int,
+        override: str | None = None,
+    ) -> None:
+        obj: dict[str, Any] = {
+            "event": "compact",
+            "summary_input": list(summary_input),
+            "summary_covers": list(summary_covers),
+            "tail_start": tail_start,
+        }
+        if override is not None:
+            obj["override"] = override
+        self._write(obj)
+
+    def spill(self, lo: int, hi: int, handle: str | None = None) -> None:
+        obj: dict[str, Any] = {"event": "spill", "range": [lo, hi]}
+        if handle is not None:
+            obj["handle"] = handle
+        self._write(obj)
+
+    def write_event(self, event: Event) -> None:
+        """Write an event read by :func:`iter_events` (round trip)."""
+        if isinstance(event, Session):
+            self.session(*event[1:])
+        elif isinstance(event, Append):
+            self.append(event.count)
+        elif isinstance(event, Truncate):
+            self.truncate(event.lo, event.hi)
+        elif isinstance(event, Compact):
+            self.compact(event.summary_input, event.summary_covers, event.tail_start,
+                         event.override)
+        else:
+            self.spill(event.lo, event.hi, event.handle)

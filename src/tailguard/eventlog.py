@@ -59,7 +59,7 @@ class Session(NamedTuple):
 
 class Append(NamedTuple):
     line: int
-    count: int
+    amount: int  # the ``count`` field (``count`` would shadow ``tuple.count``)
 
 
 class Truncate(NamedTuple):
@@ -283,7 +283,7 @@ class EventWriter:
         if isinstance(event, Session):
             self.session(*event[1:])
         elif isinstance(event, Append):
-            self.append(event.count)
+            self.append(event.amount)
         elif isinstance(event, Truncate):
             self.truncate(event.lo, event.hi)
         elif isinstance(event, Compact):

@@ -682,13 +682,11 @@ def replay(
     )
     decide = core.decide
     for ev in it:
-        kind = type(ev)
-        if kind is Append:
-            core.n += ev.count  # type: ignore[union-attr]
-        elif kind is Truncate:
-            core.truncate(ev.lo, ev.hi, ev.line)  # type: ignore[union-attr]
-        elif kind is Compact:
-            assert isinstance(ev, Compact)
+        if type(ev) is Append:
+            core.n += ev.amount
+        elif type(ev) is Truncate:
+            core.truncate(ev.lo, ev.hi, ev.line)
+        elif type(ev) is Compact:
             decision = decide(profile, ev.tail_start, ev.summary_input, ev.summary_covers)
             sentences: tuple[str, ...] = ()
             if explain and not decision.allowed:
@@ -697,7 +695,7 @@ def replay(
                 ))
             yield Verdict(ev.line, decision, sentences, ev.override, ev)
             core.compact(ev.summary_input, ev.summary_covers, ev.line)
-        elif kind is Spill:
-            core.spill(ev.lo, ev.hi, ev.line)  # type: ignore[union-attr]
+        elif type(ev) is Spill:
+            core.spill(ev.lo, ev.hi, ev.line)
         else:
             raise ValueError(f"line {ev.line}: a second session header")

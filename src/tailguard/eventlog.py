@@ -201,11 +201,17 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
     lineno = 0
     for lineno, raw in enumerate(lines, 1):
         try:
-            obj = loads(raw)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            obj = loads(raw.decode() if type(raw) is bytes else raw)
+        except UnicodeDecodeError as exc:
+            reason = f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})"
+            raise EventLogError(source, lineno, "line", reason) from None
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
             if not raw.strip():
                 continue
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            if isinstance(exc, json.JSONDecodeError):
+                reason = f"{exc.msg} at column {exc.pos + 1}"
+            else:
+                reason = str(exc)
             raise EventLogError(source, lineno, "line", f"not valid JSON ({reason})") from None
         except RecursionError:
             raise EventLogError(source, lineno, "line", "JSON nested too deeply") from None

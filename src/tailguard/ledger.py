@@ -652,6 +652,7 @@ class Verdict(NamedTuple):
     explanation: tuple[str, ...]
     override: str | None
     compaction: Compact
+    history_end: int
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, **self.decision.to_json()}
@@ -693,7 +694,7 @@ def replay(
                 sentences = tuple(core.explain(
                     profile, decision, ev.tail_start, ev.summary_input, ev.summary_covers
                 ))
-            yield Verdict(ev.line, decision, sentences, ev.override, ev)
+            yield Verdict(ev.line, decision, sentences, ev.override, ev, core.n)
             core.compact(ev.summary_input, ev.summary_covers, ev.line)
         elif type(ev) is Spill:
             core.spill(ev.lo, ev.hi, ev.line)

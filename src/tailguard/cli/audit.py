@@ -1,0 +1,144 @@
+"""``tailguard audit [--profile seed|strict] [--format text|json] TRACE.jsonl``.
+
+Replays an event log (``docs/eventlog.md``) and judges every compaction against the ledger
+state at that moment. Exit 0 when every compaction is allowed, 1 when any is refused, 2 for
+unusable input (``FILE:LINE: field: reason`` on stderr, never a traceback).
+
+Streams: memory is the ledger's interval sets (plus, for text, which line truncated
+what); results are spooled to a temporary file so that an input error found late never
+leaves half a report on stdout. A progress line is drawn on stderr when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO, Protocol, TextIO
+
+from tailguard._generated.checker import PROFILES
+from tailguard.eventlog import EventLogError, Session, iter_events
+from tailguard.ledger import Verdict, replay
+
+PROG = "tailguard audit"
+_SPOOL_BYTES = 8 << 20
+_PROGRESS_EVERY = 1 << 16  # lines between clock checks
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", metavar="TRACE.jsonl", help="the event log ('-' reads stdin)")
+    parser.add_argument("--profile", default="strict", help="seed or strict (default strict)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
+    """Pass lines through, redrawing a progress line on stderr about once a second."""
+    last = time.monotonic()
+    count = 0
+    drawn = False
+    for count, raw in enumerate(lines, 1):
+        if not count % _PROGRESS_EVERY:
+            now = time.monotonic()
+            if now - last >= 1.0:
+                last = now
+                done = lines.tell() if lines.seekable() else 0
+                pct = f" ({100 * done // total}%)" if total else ""
+                stderr.write(f"\r{PROG}: {count:,} lines, {done / 1e6:,.0f} MB{pct}  ")
+                stderr.flush()
+                drawn = True
+        yield raw
+    if drawn:
+        stderr.write("\r" + " " * 72 + "\r")
+        stderr.flush()
+
+
+def _text_verdict(where: str, v: Verdict, header: Session) -> list[str]:
+    c = v.compaction
+    (a, b), (cc, d), t = c.summary_input, c.summary_covers, c.tail_start
+    out = [
+        f"{where}:{v.line}: compaction refused ({', '.join(v.decision.failed)}): summary "
+        f"covers [{cc}, {d}) of input [{a}, {b}), tail starts at {t}, history end "
+        f"{v.history_end} {header.unit}"
+    ]
+    out.extend(f"{where}:{v.line}: refuse {sentence}" for sentence in v.explanation)
+    if v.override is not None:
+        out.append(f"{where}:{v.line}: committed anyway, override: {json.dumps(v.override)}")
+    return out
+
+
+class _Out(Protocol):
+    def write(self, text: str, /) -> object: ...
+
+
+def _audit(
+    lines: Iterable[bytes], where: str, profile: str, fmt: str, out: _Out
+) -> tuple[int, int]:
+    """Write the report to ``out``; return (compactions, violations)."""
+    explain = fmt == "text"
+    results = replay(iter_events(lines, where), profile=profile, explain=explain)
+    header = next(results)
+    assert isinstance(header, Session)
+    compactions = violations = 0
+    if not explain:
+        out.write('{"compactions": [')
+    dumps = json.dumps
+    for v in results:
+        assert isinstance(v, Verdict)
+        compactions += 1
+        refused = not v.decision.allowed
+        violations += refused
+        if not explain:
+            out.write((", " if compactions > 1 else "") + dumps(v.to_json()))
+        elif refused:
+            out.write("\n".join(_text_verdict(where, v, header)) + "\n")
+    if explain:
+        noun = "compaction" if compactions == 1 else "compactions"
+        tally = f"{violations} refused" if violations else "all allowed"
+        out.write(f"{where}: {compactions} {noun} judged, {tally} (profile {profile})\n")
+    else:
+        out.write(f'], "violations": {violations}}}\n')
+    return compactions, violations
+
+
+def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.profile not in PROFILES:
+        print(f"{PROG}: --profile: unknown profile {args.profile!r}; "
+              f"choose one of {', '.join(PROFILES)}", file=stderr)
+        return 2
+    where = "<stdin>" if args.trace == "-" else args.trace
+    with contextlib.ExitStack() as stack:
+        try:
+            stream: BinaryIO = (
+                sys.stdin.buffer if args.trace == "-"
+                else stack.enter_context(open(args.trace, "rb"))
+            )
+        except OSError as exc:
+            print(f"{PROG}: cannot read {where}: {exc.strerror or exc}", file=stderr)
+            return 2
+        lines: Iterable[bytes] = stream
+        if stderr.isatty():
+            try:
+                total = os.fstat(stream.fileno()).st_size
+            except (OSError, ValueError):
+                total = 0
+            lines = _progress(stream, total, stderr)
+        spool = stack.enter_context(
+            tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8")
+        )
+        try:
+            _, violations = _audit(lines, where, args.profile, args.format, spool)
+        except EventLogError as exc:
+            print(exc, file=stderr)
+            return 2
+        except OSError as exc:
+            print(f"{PROG}: cannot read {where}: {exc.strerror or exc}", file=stderr)
+            return 2
+        spool.seek(0)
+        shutil.copyfileobj(spool, stdout)
+    return 1 if violations else 0

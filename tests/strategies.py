@@ -24,10 +24,6 @@ ODD_UNITS = ("Turns", "turn", "tokens ", "", "bytes")
 SMALL = st.integers(min_value=-2, max_value=14)
 
 
-def _pairs_from(endpoint: st.SearchStrategy[int], *, max_size: int) -> st.SearchStrategy[list[Pair]]:
-    return st.lists(_pair_from(endpoint), max_size=max_size)
-
-
 def _pair_from(endpoint: st.SearchStrategy[int]) -> st.SearchStrategy[Pair]:
     return st.one_of(
         st.tuples(endpoint, endpoint),                     # any order: lo > hi included
@@ -39,10 +35,7 @@ def _pair_from(endpoint: st.SearchStrategy[int]) -> st.SearchStrategy[Pair]:
 @st.composite
 def cases(draw: st.DrawFn, *, well_formed: bool = False, max_intervals: int = 4) -> Case:
     """A case; with ``well_formed=True`` only cases that pass strict ``well_formed``."""
-    if well_formed:
-        n = draw(st.integers(0, 12))
-    else:
-        n = draw(st.one_of(st.integers(0, 12), SMALL))
+    n = draw(st.integers(0, 12) if well_formed else st.one_of(st.integers(0, 12), SMALL))
     F = draw(st.one_of(
         st.integers(0, 4),
         st.sampled_from([n, n + 1, n - 1, n + 5]),         # F == n, F > n, F just below n
@@ -78,7 +71,9 @@ def cases(draw: st.DrawFn, *, well_formed: bool = False, max_intervals: int = 4)
     else:
         unit = st.one_of(st.sampled_from(KNOWN_UNITS), st.sampled_from(ODD_UNITS))
     floor_unit = draw(unit)
-    truncator_unit = draw(st.one_of(st.just(floor_unit), unit))
+    # Mostly equal units, so that the later clauses (seed reports only the first) get exercised.
+    same = st.just(floor_unit)
+    truncator_unit = draw(st.one_of(same, same, same, unit))
     return {
         "history_end": n,
         "tail_start": t,

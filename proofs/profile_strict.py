@@ -8,8 +8,8 @@ import z3
 
 from proofs._common import project_spec
 from tailguard.backends.z3_encode import Encoder, FixedList, ZCase, symbolic_case
-from tailguard.speclang import ast
 from tailguard.backends.z3_eval import prove
+from tailguard.speclang import ast
 from tailguard.speclang.load import Spec
 from tailguard.theorems import Result, theorem
 
@@ -58,7 +58,7 @@ def strict_allow_is_recoverable(spec: Spec | None = None) -> Result:
     n, t, f = zc["n"], zc["t"], zc["F"]
     a, b = zc["I"]
     x = z3.Int("x")
-    everything = z3.ForAll([x], z3.Implies(z3.And(0 <= x, x < n), recoverable(zc, x)))
+    everything = z3.ForAll([x], z3.Implies(z3.And(x >= 0, x < n), recoverable(zc, x)))
     floor = z3.ForAll([x], z3.Implies(z3.And(_max(0, n - f) <= x, x < n),
                                       z3.And(a <= x, x < b, t <= x, x < n)))
     return prove(z3.And(everything, floor), assumptions=z3.And(zc.side_conditions(), allows))[0]
@@ -76,12 +76,12 @@ def endpoint_forms(zc: ZCase, units: int) -> dict[str, Any]:
         return _max(lo1, lo2) >= _min(hi1, hi2)
 
     def wf_pair(p: tuple[Any, Any]) -> Any:
-        return z3.And(0 <= p[0], p[0] <= p[1], p[1] <= n)
+        return z3.And(p[0] >= 0, p[0] <= p[1], p[1] <= n)
 
     known = lambda u: z3.And(u >= 0, u < units)  # noqa: E731
     return {
         "well_formed": z3.And(
-            n >= 0, f >= 0, 0 <= t, t <= n, wf_pair(zc["I"]), wf_pair(zc["C"]),
+            n >= 0, f >= 0, t >= 0, t <= n, wf_pair(zc["I"]), wf_pair(zc["C"]),
             tr.forall(wf_pair), zc["PC"].forall(wf_pair), zc["SP"].forall(wf_pair), known(fu), known(tu),
         ),
         "units_agree": fu == tu,
@@ -111,7 +111,7 @@ def no_hole_candidates(zc: ZCase) -> list[Any]:
 
 def no_hole_endpoint(zc: ZCase) -> Any:
     n = zc["n"]
-    return z3.And([z3.Implies(z3.And(0 <= p, p < n), _covered(zc, p)) for p in no_hole_candidates(zc)])
+    return z3.And([z3.Implies(z3.And(p >= 0, p < n), _covered(zc, p)) for p in no_hole_candidates(zc)])
 
 
 @theorem(
@@ -136,7 +136,7 @@ def endpoint_equals_per_offset(spec: Spec | None = None) -> Result:
     # no_hole == endpoint form. "holds -> endpoint" is instantiation at the candidates;
     # the content is the converse: an uncovered offset x forces an uncovered candidate.
     x = z3.Int("x")
-    uncovered = z3.And(0 <= x, x < n, z3.Not(_covered(zb, x)))
+    uncovered = z3.And(x >= 0, x < n, z3.Not(_covered(zb, x)))
     parts.append(("no_hole: endpoint -> per-offset", prove(
         z3.Not(no_hole_endpoint(zb)), assumptions=z3.And(zb.side_conditions(), uncovered))[0]))
     # the spec's clause is `L subset R`: L is [0, n) and R is exactly the recovery sources,
@@ -144,7 +144,7 @@ def endpoint_equals_per_offset(spec: Spec | None = None) -> Result:
     clause = strict.clause("no_hole").holds
     assert isinstance(clause, ast.Subset)
     left, right = encb.as_set(clause.left, {}), encb.as_set(clause.right, {})
-    parts.append(("no_hole: left side is [0, n)", prove(left(x) == z3.And(0 <= x, x < n),
+    parts.append(("no_hole: left side is [0, n)", prove(left(x) == z3.And(x >= 0, x < n),
                                                        assumptions=zb.side_conditions())[0]))
     parts.append(("no_hole: right side is the recovery sources", prove(
         right(x) == _covered(zb, x), assumptions=zb.side_conditions())[0]))
@@ -167,7 +167,7 @@ def monotone_in_truncations_and_spills(spec: Spec | None = None) -> Result:
     enc = Encoder(spec, zc)
     enc_tr = Encoder(spec, zc.with_value("TR", zc["TR"].plus(r)))
     enc_sp = Encoder(spec, zc.with_value("SP", zc["SP"].plus(r)))
-    wf_spill = z3.And(0 <= r[0], r[0] <= r[1], r[1] <= zc["n"])
+    wf_spill = z3.And(r[0] >= 0, r[0] <= r[1], r[1] <= zc["n"])
     # clause by clause: each is antitone in TR and monotone in SP, hence so is the decision
     for clause in strict.clauses:
         parts.append((f"truncation/{clause.id}", prove(

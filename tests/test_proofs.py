@@ -15,7 +15,7 @@ from tests.cli_helpers import run_cli
 
 pytest.importorskip("z3")
 
-from proofs import profile_seed, profile_strict, profiles_compared  # noqa: E402
+from proofs import profile_seed, profile_strict, profiles_compared
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_TEXT = (ROOT / "spec" / "clauses.toml").read_text()

@@ -91,11 +91,11 @@ class ArrayList(ZList):
 
     def forall(self, body: Callable[[Pair], Any]) -> Any:
         i = fresh_int("i")
-        return z3.ForAll([i], z3.Implies(z3.And(0 <= i, i < self.length), body(self.at(i))))
+        return z3.ForAll([i], z3.Implies(z3.And(i >= 0, i < self.length), body(self.at(i))))
 
     def exists(self, body: Callable[[Pair], Any]) -> Any:
         i = fresh_int("i")
-        return z3.Exists([i], z3.And(0 <= i, i < self.length, body(self.at(i))))
+        return z3.Exists([i], z3.And(i >= 0, i < self.length, body(self.at(i))))
 
     def wf(self) -> Any:
         return self.length >= 0
@@ -245,7 +245,7 @@ class Encoder:
             raise TypeError("a list is not a set; use union()")
         return v  # type: ignore[no-any-return]
 
-    def expr(self, node: ast.Node, local: Mapping[str, Any]) -> Any:  # noqa: C901
+    def expr(self, node: ast.Node, local: Mapping[str, Any]) -> Any:
         match node:
             case ast.Num(value=v):
                 return z3.IntVal(v)

@@ -78,7 +78,9 @@ def endpoint_forms(zc: ZCase, units: int) -> dict[str, Any]:
     def wf_pair(p: tuple[Any, Any]) -> Any:
         return z3.And(p[0] >= 0, p[0] <= p[1], p[1] <= n)
 
-    known = lambda u: z3.And(u >= 0, u < units)  # noqa: E731
+    def known(u: Any) -> Any:
+        return z3.And(u >= 0, u < units)
+
     return {
         "well_formed": z3.And(
             n >= 0, f >= 0, t >= 0, t <= n, wf_pair(zc["I"]), wf_pair(zc["C"]),

@@ -74,8 +74,8 @@ class _Compiler:
                 return f"{fn}({self.as_set(l)}, {self.as_set(r)})"
             case ast.Compare(ops=ops, operands=operands):
                 parts = [self.expr(operands[0])]
-                for op, o in zip(ops, operands[1:], strict=True):
-                    parts += [op, self.expr(o)]
+                for cop, o in zip(ops, operands[1:], strict=True):
+                    parts += [cop, self.expr(o)]
                 return f"({' '.join(parts)})"
             case ast.Subset(left=l, right=r):
                 return f"_is_subset({self.as_set(l)}, {self.as_set(r)})"

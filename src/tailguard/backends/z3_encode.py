@@ -275,35 +275,35 @@ class Encoder:
                 return z3.And(u >= 0, u < len(self.spec.units))
             case ast.IntervalLit(lo=lo, hi=hi):
                 return (self.expr(lo, local), self.expr(hi, local))
-            case ast.SetOp(op=op, left=l, right=r):
-                a, b = self.as_set(l, local), self.as_set(r, local)
-                if op == "|":
-                    return lambda x: z3.Or(a(x), b(x))
-                if op == "&":
-                    return lambda x: z3.And(a(x), b(x))
-                return lambda x: z3.And(a(x), z3.Not(b(x)))
+            case ast.SetOp(op=setop, left=l, right=r):
+                sa, sb = self.as_set(l, local), self.as_set(r, local)
+                if setop == "|":
+                    return lambda x: z3.Or(sa(x), sb(x))
+                if setop == "&":
+                    return lambda x: z3.And(sa(x), sb(x))
+                return lambda x: z3.And(sa(x), z3.Not(sb(x)))
             case ast.Compare(ops=ops, operands=operands):
                 vals = [self.expr(o, local) for o in operands]
-                parts = [_cmp(op, x, y) for op, x, y in zip(ops, vals, vals[1:], strict=False)]
+                parts = [_cmp(cop, x, y) for cop, x, y in zip(ops, vals, vals[1:], strict=False)]
                 return z3.And(parts) if len(parts) > 1 else parts[0]
             case ast.Subset(left=l, right=r):
-                a, b = self.as_set(l, local), self.as_set(r, local)
+                sl, sr = self.as_set(l, local), self.as_set(r, local)
                 x = fresh_int("x")
-                return z3.ForAll([x], z3.Implies(a(x), b(x)))
-            case ast.BoolOp(op=op, operands=operands):
+                return z3.ForAll([x], z3.Implies(sl(x), sr(x)))
+            case ast.BoolOp(op=bop, operands=operands):
                 vals = [self.expr(o, local) for o in operands]
-                return z3.And(vals) if op == "and" else z3.Or(vals)
+                return z3.And(vals) if bop == "and" else z3.Or(vals)
             case ast.Not(operand=o):
                 return z3.Not(self.expr(o, local))
-            case ast.Quant(kind=k, var=v, sources=srcs, body=b):
+            case ast.Quant(kind=k, var=v, sources=srcs, body=qbody):
                 parts = []
-                for s in srcs:
-                    src = self.value(s, local)
+                for source_name in srcs:
+                    src = self.value(source_name, local)
 
                     def body(p: Pair, _v: str = v) -> Any:
                         inner = dict(local)
                         inner[_v] = p
-                        return self.expr(b, inner)
+                        return self.expr(qbody, inner)
 
                     if isinstance(src, tuple):
                         parts.append(body(src))

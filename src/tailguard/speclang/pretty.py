@@ -45,8 +45,8 @@ def pretty(node: ast.Node) -> str:
             return f"{sub(l, p)} {op} {sub(r, p + 1)}"
         case ast.Compare(ops=ops, operands=operands):
             parts = [sub(operands[0], 5)]
-            for op, o in zip(ops, operands[1:], strict=True):
-                parts += [op, sub(o, 5)]
+            for cop, o in zip(ops, operands[1:], strict=True):
+                parts += [cop, sub(o, 5)]
             return " ".join(parts)
         case ast.Subset(left=l, right=r):
             return f"{sub(l, 5)} subset {sub(r, 5)}"

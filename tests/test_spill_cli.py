@@ -110,9 +110,7 @@ def test_list_text_and_json(spilled: tuple[str, str, Path]) -> None:
     assert lines[1].split("  ")[1:] == [handle, str(len(BINARY)), "-", "-", "-"]
     doc = json.loads(Run(["spill", "list", "--store", store, "--format", "json"]).out)
     assert doc["rejected"] == []
-    assert [
-        (r["handle"], r["session"], r["range"], r["unit"], r["size"]) for r in doc["records"]
-    ] == [
+    assert [(r["handle"], r["session"], r["range"], r["unit"], r["size"]) for r in doc["records"]] == [
         (handle, "s1", [0, 8], "turns", len(BINARY)),
         (handle, None, None, None, len(BINARY)),
     ]
@@ -147,10 +145,7 @@ def test_put_bad_range(tmp_path: Path, argv: list[str], message: str) -> None:
 def test_put_unreadable_file(tmp_path: Path) -> None:
     run = Run(["spill", "put", "--store", str(tmp_path / "s"), str(tmp_path / "missing")])
     assert run.code == 2
-    assert (
-        run.err
-        == f"tailguard spill put: cannot read {tmp_path / 'missing'}: No such file or directory\n"
-    )
+    assert run.err == f"tailguard spill put: cannot read {tmp_path / 'missing'}: No such file or directory\n"
 
 
 def test_put_into_a_foreign_directory_is_refused(tmp_path: Path) -> None:
@@ -210,3 +205,30 @@ def test_real_process_round_trip(tmp_path: Path) -> None:
                          env=env, timeout=60, check=False)  # fmt: skip
     assert bad.returncode == 2
     assert b"Traceback" not in bad.stderr and b"malformed handle" in bad.stderr
+
+
+def test_store_removed_under_a_reader_is_a_clean_error(spilled: tuple[str, str, Path]) -> None:
+    import shutil
+
+    store, _, _ = spilled
+    opened = FileSpillStore(store)
+    shutil.rmtree(Path(store) / "records")
+    with pytest.raises(FileNotFoundError):
+        opened.list()
+    run = Run(["spill", "list", "--store", store])
+    assert run.code == 2
+    assert "damaged spill store, records/ is missing" in run.err
+
+
+def test_io_error_while_reading_is_exit_1_not_a_traceback(
+    spilled: tuple[str, str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _, _ = spilled
+
+    def denied(self: FileSpillStore) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(FileSpillStore, "verify", denied)
+    run = Run(["spill", "verify", "--store", store])
+    assert run.code == 1
+    assert run.err == f"tailguard spill verify: cannot read store {store}: [Errno 13] Permission denied\n"

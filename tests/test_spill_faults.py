@@ -65,9 +65,7 @@ def store(tmp_path: Path) -> FileSpillStore:
     [0, 1, 4096, len(DATA) - 1, len(DATA), len(DATA) + 1, len(DATA) + 100],
     ids=lambda f: f"free={f}",
 )
-def test_disk_full_at_every_stage(
-    store: FileSpillStore, monkeypatch: pytest.MonkeyPatch, free: int
-) -> None:
+def test_disk_full_at_every_stage(store: FileSpillStore, monkeypatch: pytest.MonkeyPatch, free: int) -> None:
     before = store.list()
     monkeypatch.setattr(os, "write", _filling_disk(free))
     with pytest.raises(SpillWriteError, match="nothing was recorded") as info:
@@ -114,9 +112,7 @@ def _count_calls(store: FileSpillStore, monkeypatch: pytest.MonkeyPatch, name: s
 
 
 @pytest.mark.parametrize("name", ["fsync", "replace"])
-def test_failure_at_every_sync_and_rename(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
-) -> None:
+def test_failure_at_every_sync_and_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     probe = FileSpillStore(tmp_path / "probe", create=True)
     total = _count_calls(probe, monkeypatch, name)
     assert total >= (2 if name == "replace" else 4)  # object + record, files and directories

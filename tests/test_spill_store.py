@@ -6,6 +6,8 @@ import hashlib
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -225,9 +227,7 @@ def test_torn_record_is_rejected_not_listed(store: FileSpillStore) -> None:
     torn.write_bytes(torn.read_bytes()[:20])
     scan = store.scan_index()
     assert [r.handle for r in scan.records] == [good]
-    assert [(p.kind, p.where) for p in scan.rejected] == [
-        ("corrupt-record", f"records/{torn.name}")
-    ]
+    assert [(p.kind, p.where) for p in scan.rejected] == [("corrupt-record", f"records/{torn.name}")]
     assert "does not hash to its name (torn)" in scan.rejected[0].message
     assert [r.handle for r in store.list()] == [good]
     assert not store.verify().ok
@@ -317,9 +317,7 @@ def test_unknown_store_version_is_refused(store: FileSpillStore) -> None:
 
 @pytest.mark.parametrize("kind", ["file", "memory"])
 def test_both_stores_meet_the_contract(tmp_path: Path, kind: str) -> None:
-    impl: SpillStore = (
-        FileSpillStore(tmp_path / "s", create=True) if kind == "file" else MemorySpillStore()
-    )
+    impl: SpillStore = FileSpillStore(tmp_path / "s", create=True) if kind == "file" else MemorySpillStore()
     assert isinstance(impl, SpillStore)
     assert check_store(impl) == []
 
@@ -366,3 +364,14 @@ def test_concurrent_writers_never_collide(tmp_path: Path) -> None:
         assert make_handle(store.get(r.handle)) == r.handle
     report = store.verify()
     assert report.ok and report.notes == ()
+
+
+def test_runtime_path_imports_no_solver_or_test_library() -> None:
+    code = (
+        "import sys, tailguard.spill, tailguard.cli.spill\n"
+        "heavy = {'z3', 'crosshair', 'hypothesis'} & {m.split('.')[0] for m in sys.modules}\n"
+        "print(sorted(heavy))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
+    assert out.stdout == "[]\n"

@@ -17,6 +17,7 @@ from tailguard.spill import (
     FileSpillStore,
     MalformedHandleError,
     RecordNotFoundError,
+    SpillError,
     SpillWriteError,
     StoreNotFoundError,
 )
@@ -68,6 +69,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except StoreNotFoundError as exc:
         print(f"{PROG} {command}: {exc}", file=stderr)
         return 2
+    except (OSError, SpillError) as exc:  # e.g. the store vanished or became unreadable mid-run
+        print(f"{PROG} {command}: cannot read store {args.store}: {exc}", file=stderr)
+        return 1
 
 
 def _put(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -124,8 +128,7 @@ def _verify(store: FileSpillStore, stdout: TextIO) -> int:
         print(f"note: {note}", file=stdout)
     verdict = "all intact" if report.ok else f"{len(report.problems)} problem(s)"
     print(
-        f"{report.records_checked} record(s), {report.objects_checked} object(s) checked: "
-        f"{verdict}",
+        f"{report.records_checked} record(s), {report.objects_checked} object(s) checked: {verdict}",
         file=stdout,
     )
     return 0 if report.ok else 1

@@ -153,9 +153,7 @@ class FileSpillStore:
         if os.path.isdir(self.path):
             foreign = [e for e in os.listdir(self.path) if e not in _SUBDIRS]
             if foreign:
-                raise StoreNotFoundError(
-                    f"{self.path} is not empty and is not a spill store; refusing to write there"
-                )
+                raise StoreNotFoundError(f"{self.path} is not empty and is not a spill store; refusing to write there")
         elif os.path.lexists(self.path):
             raise StoreNotFoundError(f"{self.path} exists and is not a directory")
         try:
@@ -169,7 +167,7 @@ class FileSpillStore:
 
     def put(
         self,
-        data: bytes,
+        data: bytes | bytearray | memoryview,
         *,
         session: str | None = None,
         range: tuple[int, int] | None = None,
@@ -185,21 +183,15 @@ class FileSpillStore:
         payload = bytes(data)
         handle = make_handle(payload)
         digest = handle.split(":", 1)[1]
-        record = SpillRecord(
-            handle=handle, size=len(payload), session=session, range=pair, unit=unit, time=_now()
-        )
+        record = SpillRecord(handle=handle, size=len(payload), session=session, range=pair, unit=unit, time=_now())
         try:
             self._store_object(digest, payload)
             raw = encode_record(record)
             name = hashlib.sha256(raw).hexdigest() + ".json"
             # A record is this put's alone: if its entry cannot be synced, take it back.
-            _fsutil.atomic_write(
-                os.path.join(self._records, name), raw, self._tmp, retract_on_failure=True
-            )
+            _fsutil.atomic_write(os.path.join(self._records, name), raw, self._tmp, retract_on_failure=True)
         except OSError as exc:
-            raise SpillWriteError(
-                f"spill of {len(payload)} bytes failed, nothing was recorded: {exc}"
-            ) from exc
+            raise SpillWriteError(f"spill of {len(payload)} bytes failed, nothing was recorded: {exc}") from exc
         return handle
 
     def _store_object(self, digest: str, payload: bytes) -> None:
@@ -264,9 +256,7 @@ class FileSpillStore:
                 rejected.append(Problem("corrupt-record", where, f"unreadable: {exc}"))
                 continue
             if hashlib.sha256(raw).hexdigest() != match.group(1):
-                rejected.append(
-                    Problem("corrupt-record", where, "content does not hash to its name (torn)")
-                )
+                rejected.append(Problem("corrupt-record", where, "content does not hash to its name (torn)"))
                 continue
             try:
                 records.append(decode_record(raw))
@@ -305,9 +295,7 @@ class FileSpillStore:
                     bad.add(digest)
                     continue
                 if hashlib.sha256(data).hexdigest() != digest:
-                    problems.append(
-                        Problem("corrupt-object", where, "content does not hash to its name")
-                    )
+                    problems.append(Problem("corrupt-object", where, "content does not hash to its name"))
                     bad.add(digest)
                 else:
                     intact[digest] = len(data)
@@ -319,9 +307,7 @@ class FileSpillStore:
             if digest in bad:
                 continue  # already reported as corrupt-object
             if digest not in intact:
-                problems.append(
-                    Problem("missing-object", record.handle, "listed in the index but not stored")
-                )
+                problems.append(Problem("missing-object", record.handle, "listed in the index but not stored"))
             elif intact[digest] != record.size:
                 problems.append(
                     Problem(

@@ -79,9 +79,7 @@ def parse_handle(handle: object) -> str:
         raise MalformedHandleError(f"handle must be a string, got {type(handle).__name__}")
     scheme, sep, digest = handle.partition(":")
     if not sep or not _SCHEME.fullmatch(scheme):
-        raise MalformedHandleError(
-            f"malformed handle {_show(handle)}: expected 'sha256:<64 lowercase hex digits>'"
-        )
+        raise MalformedHandleError(f"malformed handle {_show(handle)}: expected 'sha256:<64 lowercase hex digits>'")
     if scheme != HANDLE_SCHEME:
         raise ForeignHandleError(
             f"foreign handle {_show(handle)}: scheme {scheme!r} was not issued by a tailguard "
@@ -90,8 +88,7 @@ def parse_handle(handle: object) -> str:
     if not _HEX64.fullmatch(digest):
         hint = " (hex digits must be lowercase)" if _HEX64.fullmatch(digest.lower()) else ""
         raise MalformedHandleError(
-            f"malformed handle {_show(handle)}: expected 'sha256:' followed by exactly "
-            f"64 lowercase hex digits{hint}"
+            f"malformed handle {_show(handle)}: expected 'sha256:' followed by exactly 64 lowercase hex digits{hint}"
         )
     return digest
 

@@ -29,7 +29,7 @@ class MemorySpillStore:
 
     def put(
         self,
-        data: bytes,
+        data: bytes | bytearray | memoryview,
         *,
         session: str | None = None,
         range: tuple[int, int] | None = None,

@@ -22,6 +22,7 @@ from tailguard.spill._interface import (
     SpillWriteError,
     StoreNotFoundError,
     VerifyReport,
+    check_put_arguments,
     make_handle,
     parse_handle,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "SpillWriteError",
     "StoreNotFoundError",
     "VerifyReport",
+    "check_put_arguments",
     "check_store",
     "make_handle",
     "parse_handle",

@@ -1,0 +1,202 @@
+"""Escalation on the ledger: below threshold nothing; refusal spills or halts; failed spills halt."""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tailguard.escalate import Outcome, Policy, maybe_auto_compact
+from tailguard.ledger import Ledger
+from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.spill import FileSpillStore, MemorySpillStore, SpillStore, SpillWriteError, make_handle
+
+ROOT = Path(__file__).resolve().parents[1]
+TRANSCRIPT = b"".join(f'{{"turn": {i}, "text": "turn {i}"}}\n'.encode() for i in range(48))
+
+
+def attempt(
+    ledger: Ledger,
+    *,
+    policy: Policy = "halt",
+    store: SpillStore | None = None,
+    transcript: Callable[[], bytes] | None = None,
+    session: str | None = None,
+    occupancy: int = 163,
+) -> Outcome:
+    """The incident's compaction, at occupancy 163 against a threshold of 160."""
+    return maybe_auto_compact(
+        ledger,
+        occupancy=occupancy,
+        threshold=160,
+        summary_input=(8, 48),
+        summary_covers=(8, 36),
+        tail_start=36,
+        policy=policy,
+        store=store,
+        transcript=transcript,
+        session=session,
+    )
+
+
+def incident(log: io.StringIO | None = None, **kwargs: str) -> Ledger:
+    """The seed's incident: 40 turns, the 8 oldest truncated, 8 more, a 12-turn floor."""
+    ledger = Ledger(recovery_floor_span=12, unit="turns", log=log, **kwargs)  # type: ignore[arg-type]
+    ledger.append(40)
+    ledger.truncate(0, 8)
+    ledger.append(8)
+    return ledger
+
+
+def events(log: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in log.getvalue().splitlines()]
+
+
+def test_below_threshold_nothing_happens() -> None:
+    log = io.StringIO()
+    ledger = incident(log)
+    store = MemorySpillStore()
+    out = attempt(ledger, policy="spill", store=store, transcript=lambda: TRANSCRIPT, occupancy=159)
+    assert (out.action, out.decision, out.compacted) == ("none", None, False)
+    assert store.list() == []
+    assert [e["event"] for e in events(log)] == ["session", "append", "truncate", "append"]
+
+
+def test_at_threshold_a_healthy_compaction_is_recorded() -> None:
+    log = io.StringIO()
+    ledger = Ledger(recovery_floor_span=12, unit="turns", log=log)
+    ledger.append(48)
+    out = maybe_auto_compact(
+        ledger, occupancy=160, threshold=160, summary_input=(0, 48), summary_covers=(0, 36), tail_start=36
+    )
+    assert out.compacted and out.decision is not None and out.decision.allowed
+    assert events(log)[-1]["event"] == "compact"
+
+
+def test_halt_names_the_evicted_range() -> None:
+    log = io.StringIO()
+    ledger = incident(log)
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        attempt(ledger, policy="halt")
+    assert info.value.failed == ("no_hole",)
+    assert info.value.holes == ((0, 8),)
+    assert "evicted offsets [0, 8) are unrecoverable" in str(info.value)
+    assert events(log)[-1]["event"] == "append"  # nothing recorded
+
+
+def test_spill_then_the_next_attempt_is_allowed(tmp_path: Path) -> None:
+    log = io.StringIO()
+    ledger = incident(log)
+    store = FileSpillStore(tmp_path / "spills", create=True)
+    first = attempt(ledger, policy="spill", store=store, transcript=lambda: TRANSCRIPT, session="incident")
+    assert first.action == "spilled" and not first.compacted
+    assert first.decision is not None and first.decision.holes == ((0, 8),)
+    assert first.handle == make_handle(TRANSCRIPT)
+    assert first.spilled == (0, 48)
+    assert store.get(first.handle) == TRANSCRIPT
+    (record,) = store.list()
+    assert (record.session, record.range, record.unit) == ("incident", (0, 48), "turns")
+    assert events(log)[-1] == {"event": "spill", "range": [0, 48], "handle": first.handle}
+    second = attempt(ledger, policy="spill", store=store, transcript=lambda: TRANSCRIPT, session="incident")
+    assert second.compacted
+    assert events(log)[-1]["event"] == "compact"
+    assert len(store.list()) == 1  # no second spill
+
+
+def _assert_halts_and_records_nothing(
+    ledger: Ledger, log: io.StringIO, store: SpillStore, transcript: Callable[[], bytes]
+) -> None:
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        attempt(ledger, policy="spill", store=store, transcript=transcript)
+    assert info.value.holes == ((0, 8),)
+    assert "spill of [0, 48) failed, nothing recorded" in str(info.value)
+    assert info.value.__cause__ is not None
+    assert [e["event"] for e in events(log)] == ["session", "append", "truncate", "append"]
+    # The next attempt is still refused: a failed spill never leads to an allowed compaction.
+    with pytest.raises(UnrecoverableCompactionError):
+        attempt(ledger, policy="halt")
+
+
+def test_failed_write_halts() -> None:
+    log = io.StringIO()
+    _assert_halts_and_records_nothing(
+        incident(log), log, store=MemorySpillStore(fail_writes=True), transcript=lambda: TRANSCRIPT
+    )
+
+
+def test_disk_full_on_the_file_store_halts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FileSpillStore(tmp_path / "spills", create=True)
+
+    def full(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    log = io.StringIO()
+    ledger = incident(log)
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        attempt(ledger, policy="spill", store=store, transcript=lambda: TRANSCRIPT)
+    monkeypatch.undo()
+    assert isinstance(info.value.__cause__, SpillWriteError)
+    assert "No space left on device" in str(info.value)
+    assert store.list() == [] and store.verify().ok
+    assert events(log)[-1]["event"] == "append"
+
+
+def test_transcript_source_failure_halts() -> None:
+    def broken() -> bytes:
+        raise RuntimeError("transcript unavailable")
+
+    log = io.StringIO()
+    _assert_halts_and_records_nothing(incident(log), log, store=MemorySpillStore(), transcript=broken)
+
+
+def test_a_store_that_re_reads_other_bytes_halts() -> None:
+    class Lying(MemorySpillStore):
+        def get(self, handle: str) -> bytes:
+            return b"not what was written"
+
+    log = io.StringIO()
+    _assert_halts_and_records_nothing(incident(log), log, store=Lying(), transcript=lambda: TRANSCRIPT)
+
+
+def test_spill_cannot_repair_other_clauses_so_it_spills_and_halts() -> None:
+    log = io.StringIO()
+    ledger = incident(log, floor_unit="turns", truncator_unit="tokens")
+    store = MemorySpillStore()
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        attempt(ledger, policy="spill", store=store, transcript=lambda: TRANSCRIPT)
+    assert "units_agree" in info.value.failed
+    assert "but a spill cannot repair units_agree" in str(info.value)
+    assert [r.range for r in store.list()] == [(0, 48)]  # the evidence is kept all the same
+    assert events(log)[-1]["event"] == "spill"
+
+
+def test_policy_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="policy 'spill' needs a store and a transcript source"):
+        attempt(incident(), policy="spill", occupancy=0)
+    with pytest.raises(ValueError, match="expected 'spill' or 'halt', got 'retry'"):
+        attempt(incident(), policy="retry")  # type: ignore[arg-type]
+
+
+def test_the_demonstration_runs(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "spill_escalation.py"), "--store", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "spill policy, attempt 1: refused (no_hole), spilled [0, 48) as sha256:" in out
+    assert "spill policy, attempt 2: allowed, compaction recorded" in out
+    assert "halt policy: UnrecoverableCompactionError: compaction refused (no_hole); evicted offsets [0, 8)" in out

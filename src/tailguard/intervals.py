@@ -96,6 +96,24 @@ def is_subset(a: IntervalSet, b: IntervalSet) -> bool:
     return not difference(a, b)
 
 
+def within(a: Pair, b: Pair) -> bool:
+    """Interval ``a`` as a set lies inside interval ``b`` as a set (endpoints only).
+
+    >>> within((3, 5), (0, 9)), within((5, 5), (7, 6)), within((3, 10), (0, 9))
+    (True, True, False)
+    """
+    return a[0] >= a[1] or (b[0] <= a[0] and a[1] <= b[1])
+
+
+def disjoint(a: Pair, b: Pair) -> bool:
+    """Intervals ``a`` and ``b`` share no offset: ``max(lo) >= min(hi)``.
+
+    >>> disjoint((0, 5), (5, 9)), disjoint((0, 6), (5, 9)), disjoint((4, 2), (0, 9))
+    (True, False, True)
+    """
+    return max(a[0], b[0]) >= min(a[1], b[1])
+
+
 def fmt_set(s: IntervalSet) -> str:
     """Human form: ``[0, 8), [9, 12)``; ``nothing`` when empty."""
     return ", ".join(f"[{lo}, {hi})" for lo, hi in s) if s else "nothing"

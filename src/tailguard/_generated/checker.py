@@ -123,6 +123,22 @@ def _is_subset(a: IntervalSet, b: IntervalSet) -> bool:
     return not _difference(a, b)
 
 
+def _within(a: Pair, b: Pair) -> bool:
+    """Interval ``a`` as a set lies inside interval ``b`` as a set (endpoints only).
+
+    (True, True, False)
+    """
+    return a[0] >= a[1] or (b[0] <= a[0] and a[1] <= b[1])
+
+
+def _disjoint(a: Pair, b: Pair) -> bool:
+    """Intervals ``a`` and ``b`` share no offset: ``max(lo) >= min(hi)``.
+
+    (True, False, True)
+    """
+    return max(a[0], b[0]) >= min(a[1], b[1])
+
+
 def _fmt_set(s: IntervalSet) -> str:
     """Human form: ``[0, 8), [9, 12)``; ``nothing`` when empty."""
     return ", ".join(f"[{lo}, {hi})" for lo, hi in s) if s else "nothing"
@@ -171,11 +187,11 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
         failed.append('units_agree')
-    if not _is_subset(_interval(*v_Phi), _interval(*v_I)):  # floor_in_input: Phi subset I
+    if not _within(v_Phi, v_I):  # floor_in_input: Phi subset I
         failed.append('floor_in_input')
-    if not _is_subset(_interval(*v_Phi), _interval(*v_T)):  # floor_in_tail: Phi subset T
+    if not _within(v_Phi, v_T):  # floor_in_tail: Phi subset T
         failed.append('floor_in_tail')
-    if not all((not _intersect(_interval(*v_r), _interval(*v_T))) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+    if not all(_disjoint(v_r, v_T) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
         failed.append('tail_intact')
     if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
         failed.append('seam_contiguous')
@@ -203,7 +219,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     if 'floor_in_tail' in failed:
         out.append('floor_in_tail' + ': ' + 'recovery floor {p0} is not inside retained tail {p1}'.format(p0=_fmt_pair(v_Phi), p1=_fmt_pair(v_T)))
     if 'tail_intact' in failed:
-        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not (not _intersect(_interval(*v_r), _interval(*v_T)))), None)), p1=_fmt_pair(v_T)))
+        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not _disjoint(v_r, v_T)), None)), p1=_fmt_pair(v_T)))
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:

@@ -63,6 +63,12 @@ class _Compiler:
                 return f"{f}({self.expr(x)}, {self.expr(y)})"
             case ast.Call(func="union", args=(x,)):
                 return f"_normalize({self.expr(x)})"
+            case ast.Call(func="empty", args=(ast.SetOp(op="&", left=l, right=r),)) if (
+                self.type_of(l) == self.type_of(r) == "interval"
+            ):
+                # two intervals are disjoint iff max(lo) >= min(hi) (endpoint form, theorem T2)
+                x, y = self.expr(l), self.expr(r)
+                return f"_disjoint({x}, {y})"
             case ast.Call(func="empty", args=(x,)):
                 return f"(not {self.as_set(x)})"
             case ast.Call(func="known", args=(x,)):
@@ -77,6 +83,9 @@ class _Compiler:
                 for cop, o in zip(ops, operands[1:], strict=True):
                     parts += [cop, self.expr(o)]
                 return f"({' '.join(parts)})"
+            case ast.Subset(left=l, right=r) if self.type_of(l) == self.type_of(r) == "interval":
+                # [l0, l1) within [r0, r1): empty, or r0 <= l0 and l1 <= r1 (endpoint form, theorem T2)
+                return f"_within({self.expr(l)}, {self.expr(r)})"
             case ast.Subset(left=l, right=r):
                 return f"_is_subset({self.as_set(l)}, {self.as_set(r)})"
             case ast.BoolOp(op=op, operands=operands):
@@ -133,7 +142,7 @@ def _primitives_source() -> str:
         "def interval(": "def _interval(", "def normalize(": "def _normalize(",
         "def union(": "def _union(", "def intersect(": "def _intersect(",
         "def difference(": "def _difference(", "def is_subset(": "def _is_subset(",
-        "def fmt_set(": "def _fmt_set(",
+        "def fmt_set(": "def _fmt_set(", "def within(": "def _within(", "def disjoint(": "def _disjoint(",
         "normalize(a + b)": "_normalize(a + b)", "not difference(a, b)": "not _difference(a, b)",
     }
     for old, new in renames.items():

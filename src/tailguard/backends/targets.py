@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tailguard.backends.docs_render import render_clause_reference, splice
 from tailguard.backends.python_render import render_python
+from tailguard.backends.vectors import vector_targets
 from tailguard.speclang.load import Spec
 
 
@@ -26,4 +27,5 @@ def targets() -> list[Target]:
     return [
         Target("src/tailguard/_generated/checker.py", lambda s, r: render_python(s), "runtime checker"),
         Target("spec/SPEC.md", _spec_md, "clause reference block of the normative spec"),
+        *(Target(path, render, what) for path, render, what in vector_targets()),
     ]

@@ -1,0 +1,127 @@
+"""Render the conformance vectors (``spec/vectors/``) from the spec.
+
+The vectors are language-neutral JSON: every file holds a group of cases, each with the
+clause or boundary it exercises and the expected decision of both profiles. The groups:
+
+- ``examples``: the worked examples of SPEC.md (``examples/cases/``);
+- ``boundaries``: for each clause and each integer of a case that the clause reads, a pair
+  of cases one step apart, found with z3: *inside* (every clause of the profile holds) and
+  *outside* (only this clause fails), so an off-by-one at any endpoint flips one of them;
+- ``combinations``: every clause failing alone, and every combination that can fail together
+  (the ones that cannot are listed in the manifest as ``impossible``);
+- ``malformed``: each conjunct of ``well_formed`` violated alone;
+- ``random``: a corpus drawn with a fixed seed, one case per distinct outcome, minimized.
+
+The search runs in a fresh interpreter (:mod:`tailguard.backends.vector_search`), so z3
+always starts from the same state and the output is deterministic; the result is cached
+per process by the hash of everything it depends on. ``manifest.json`` records the spec
+version, the count and a sha256 over the group files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tailguard.speclang.load import Spec
+
+GENERATOR = "tailguard.backends.vectors"
+FORMAT = "tailguard-vectors/1"
+DIRECTORY = "spec/vectors"
+GROUPS: dict[str, str] = {
+    "examples": "The worked examples of SPEC.md section 7 (examples/cases/).",
+    "boundaries": ("For each clause and each integer it reads: a case just inside (every clause of the "
+                   "profile holds) and the same case one step away, just outside (only this clause fails)."),
+    "combinations": "Every clause failing alone, and every combination of clauses that can fail together.",
+    "malformed": "Each conjunct of strict well_formed violated alone: the guard must fail closed.",
+    "random": "A random corpus (fixed seed), one case per distinct outcome of both profiles, minimized.",
+}
+
+_CACHE: dict[str, dict[str, Any]] = {}
+
+
+def _inputs_key(spec: Spec, root: Path) -> str:
+    h = hashlib.sha256(spec.sha256.encode())
+    here = Path(__file__).resolve().parent
+    for name in ("vector_search.py", "vectors.py", "python_render.py", "z3_encode.py"):
+        h.update((here / name).read_bytes())
+    for path in sorted((root / "examples" / "cases").glob("*.json")):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def search(spec: Spec, root: Path) -> dict[str, Any]:
+    """Every group of vectors for ``spec`` (computed in a fresh interpreter, cached)."""
+    key = _inputs_key(spec, root)
+    if key not in _CACHE:
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "tailguard.backends.vector_search", str(Path(spec.path).resolve()), str(root)],
+            capture_output=True, text=True, env=env, check=False,
+        )
+        if proc.returncode != 0:
+            raise ValueError(f"vector search failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        _CACHE[key] = json.loads(proc.stdout)
+    return _CACHE[key]
+
+
+def _header(spec: Spec) -> dict[str, Any]:
+    return {
+        "_generated": (f"GENERATED FILE, do not edit. Source: spec/clauses.toml (spec {spec.version}, sha256 "
+                       f"{spec.sha256[:16]}); generator: {GENERATOR}. Regenerate with `tailguard gen`; "
+                       "`tailguard gen --check` fails when stale."),
+        "format": FORMAT,
+        "spec_version": spec.version,
+        "spec_sha256": spec.sha256,
+    }
+
+
+def render_group(spec: Spec, root: Path, group: str) -> str:
+    """One group file: a header, then one vector per line (diffs stay readable)."""
+    vectors = search(spec, root)[group]
+    head = {**_header(spec), "group": group, "description": GROUPS[group], "count": len(vectors)}
+    lines = json.dumps(head, indent=1, ensure_ascii=False)[:-2]
+    body = ",\n".join("  " + json.dumps(v, ensure_ascii=False) for v in vectors)
+    return f'{lines},\n "vectors": [\n{body}\n ]\n}}\n'
+
+
+def render_manifest(spec: Spec, root: Path) -> str:
+    files = []
+    digest = hashlib.sha256()
+    total = 0
+    for group in GROUPS:
+        data = render_group(spec, root, group).encode("utf-8")
+        digest.update(data)
+        count = len(search(spec, root)[group])
+        total += count
+        files.append({"path": f"{group}.json", "group": group, "count": count,
+                      "sha256": hashlib.sha256(data).hexdigest()})
+    from tailguard.backends import vector_search as vs
+
+    manifest = {
+        **_header(spec),
+        "count": total,
+        "sha256": digest.hexdigest(),
+        "sha256_of": "the bytes of the files below, concatenated in this order",
+        "files": files,
+        "impossible_combinations": search(spec, root)["_impossible"],
+        "impossible_malformed": search(spec, root)["_impossible_malformed"],
+        "search": {"integer_range": [vs.LOW, vs.HIGH], "list_bound": vs.LIST_BOUND,
+                   "random_seed": vs.RANDOM_SEED, "random_draws": vs.RANDOM_DRAWS},
+    }
+    return json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
+
+
+def vector_targets() -> list[tuple[str, Any, str]]:
+    """(path, render(spec, root), what) for every file under ``spec/vectors/``."""
+    out: list[tuple[str, Any, str]] = []
+    for group in GROUPS:
+        out.append((f"{DIRECTORY}/{group}.json",
+                    lambda s, r, g=group: render_group(s, r, g), f"conformance vectors: {group}"))
+    out.append((f"{DIRECTORY}/manifest.json", render_manifest, "conformance vector manifest"))
+    return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -168,6 +169,7 @@ def _final_check(store_path: str, reported: dict[str, str], stats: Stats, seed: 
     report = FileSpillStore(store_path).verify()
     assert report.ok, f"seed {seed}: verify found {report.problems}"
     assert len(FileSpillStore(store_path).list()) >= len(reported)
+    shutil.rmtree(store_path)  # checked: free the disk (a long run writes gigabytes)
 
 
 def _seed() -> int:

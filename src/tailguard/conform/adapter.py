@@ -1,0 +1,43 @@
+"""The Python reference implementation of the conformance protocol.
+
+``python -m tailguard.conform.adapter`` reads one request per line,
+``{"profile": ..., "case": {...}}``, and answers each with one line from the generated
+checker, ``{"decision": ..., "failed": [...], "holes": [...]}``; a case it cannot read gets
+``{"error": "<field>: <reason>"}``. It is what ``tailguard conform`` expects of any
+implementation, in a dozen lines: ``tailguard conform -- python -m tailguard.conform.adapter``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from tailguard._generated.checker import CaseError, check_case
+
+
+def answer(line: str) -> str:
+    try:
+        request = json.loads(line)
+        if not isinstance(request, dict):
+            raise CaseError("request", "expected a JSON object")
+        case = request.get("case")
+        if not isinstance(case, dict):
+            raise CaseError("case", "expected a JSON object")
+        decision = check_case(case, str(request.get("profile", "strict")))
+    except json.JSONDecodeError as exc:
+        return json.dumps({"error": f"request: invalid JSON ({exc.msg})"})
+    except CaseError as exc:
+        return json.dumps({"error": str(exc)})
+    return json.dumps(decision.to_json())
+
+
+def serve(stdin: TextIO, stdout: TextIO) -> None:
+    for line in stdin:
+        if line.strip():
+            stdout.write(answer(line) + "\n")
+            stdout.flush()
+
+
+if __name__ == "__main__":
+    serve(sys.stdin, sys.stdout)

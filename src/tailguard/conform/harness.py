@@ -1,0 +1,201 @@
+"""Run an implementation over the vectors and random cases; compare; report.
+
+Comparison modes (declared, default ``everything``):
+
+- ``decision``: only ``allow``/``refuse`` must agree;
+- ``clauses``: the decision and ``failed`` (the clause ids, in spec order);
+- ``everything``: the decision, ``failed`` and ``holes``.
+
+Exit codes: 0 every answer agrees, 1 any mismatch, 2 the implementation crashed, hung
+(per-case timeout) or answered with something that is not a response.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tailguard.conform.protocol import Child, ProtocolFailure, Response, request_line
+from tailguard.conform.vectors import Vector
+
+MODES = ("decision", "clauses", "everything")
+_KEYS = {"decision": ("decision",), "clauses": ("decision", "failed"), "everything": ("decision", "failed", "holes")}
+
+
+def compare(mode: str, expected: dict[str, Any], actual: Response) -> bool:
+    """Whether ``actual`` agrees with ``expected`` under ``mode`` (an ``error`` answer never agrees)."""
+    if "error" in actual and "decision" not in actual:
+        return False
+    for key in _KEYS[mode]:
+        want = expected[key]
+        got = actual.get(key, [] if key != "decision" else None)
+        if key == "holes" and isinstance(got, list):
+            got = [list(h) for h in got]
+        if got != want:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Check:
+    """One question put to the implementation."""
+
+    id: str
+    profile: str
+    case: dict[str, Any]
+    expected: dict[str, Any]
+    what: str
+    group: str  # for the summary: what kind of thing this check exercises
+
+
+@dataclass
+class Mismatch:
+    check: Check
+    actual: Response
+
+
+@dataclass
+class Outcome:
+    checks: int = 0
+    agreed: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    failure: ProtocolFailure | None = None
+    failure_check: Check | None = None
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        if self.failure is not None:
+            return 2
+        return 1 if self.mismatches else 0
+
+
+KNOWN_UNITS = ("turns", "messages", "tokens")
+
+
+def random_case(rng: random.Random) -> dict[str, Any]:
+    """A small case around shared endpoints: mostly well formed, sometimes not (stdlib only)."""
+    n = rng.randint(0, 16)
+    pool = [0, 1, n, n - 1, rng.randint(0, n), rng.randint(0, n), rng.randint(-2, 18)]
+
+    def end() -> int:
+        return rng.choice(pool)
+
+    def pair() -> list[int]:
+        lo, hi = end(), end()
+        return [min(lo, hi), max(lo, hi)] if rng.random() < 0.92 else [lo, hi]
+
+    def pairs() -> list[list[int]]:
+        return [pair() for _ in range(rng.choice((0, 0, 1, 1, 2, 3)))]
+
+    unit = rng.choice(KNOWN_UNITS)
+    other = rng.choice((unit, unit, unit, *KNOWN_UNITS, "Turns"))
+    F = rng.choice((rng.randint(0, 5), n, n + 1, rng.randint(0, n), end()))
+    t = rng.choice((n, n - F, max(0, n - F), end(), rng.randint(0, n)))
+    return {
+        "history_end": n, "tail_start": t, "summary_input": pair(), "summary_covers": pair(),
+        "recovery_floor_span": F, "floor_unit": unit, "truncator_unit": other,
+        "prior_truncations": pairs(), "prior_coverage": pairs(), "spills": pairs(),
+    }
+
+
+def random_checks(count: int, seed: int, profiles: Sequence[str]) -> Iterator[Check]:
+    """``count`` random cases (fixed by ``seed``), expected from the naive per-offset reference."""
+    from tailguard._generated.checker import check
+    from tailguard.reference import reference
+
+    rng = random.Random(seed)
+    for k in range(count):
+        case = random_case(rng)
+        for profile in profiles:
+            want = reference(profile, **case)
+            if check(profile, **case) != want:  # pragma: no cover - the equivalence tests forbid it
+                raise AssertionError(f"reference and generated checker disagree on {json.dumps(case)}")
+            yield Check(f"random/{seed}/{k}", profile, case, want.to_json(), f"random case {k} of seed {seed}",
+                        "random cases (reference)")
+
+
+def vector_checks(vectors: Sequence[Vector], profiles: Sequence[str]) -> Iterator[Check]:
+    for v in vectors:
+        for profile in profiles:
+            yield Check(v.id, profile, v.case, v.expected[profile], v.describe(), v.group())
+
+
+def run(command: Sequence[str], checks: Iterator[Check], *, mode: str = "everything",
+        timeout: float = 5.0) -> Outcome:
+    """Ask every check of the implementation; stop at the first protocol failure."""
+    out = Outcome()
+    start = time.monotonic()
+    child: Child | None = None
+    try:
+        child = Child(command, timeout=timeout)
+        for chk in checks:
+            out.checks += 1
+            try:
+                actual = child.ask(chk.profile, chk.case)
+            except ProtocolFailure as exc:
+                out.failure, out.failure_check = exc, chk
+                break
+            if compare(mode, chk.expected, actual):
+                out.agreed += 1
+            else:
+                out.mismatches.append(Mismatch(chk, actual))
+    except ProtocolFailure as exc:
+        out.failure = exc
+    finally:
+        if child is not None:
+            child.close()
+        out.seconds = time.monotonic() - start
+    return out
+
+
+def reproduce_line(command: Sequence[str], chk: Check) -> str:
+    """A shell line that asks the implementation this one question."""
+    return f"printf '%s\\n' {shlex.quote(request_line(chk.profile, chk.case))} | {shlex.join(command)}"
+
+
+def _j(value: Any) -> str:
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def report(out: Outcome, command: Sequence[str], *, mode: str, max_details: int = 10) -> list[str]:
+    """The human report: every mismatch (up to ``max_details`` in full), then a summary."""
+    lines: list[str] = []
+    for m in out.mismatches[:max_details]:
+        c = m.check
+        shown = {k: m.actual.get(k) for k in ("decision", "failed", "holes", "error") if k in m.actual}
+        lines += [
+            f"MISMATCH {c.id} (profile {c.profile}): {c.what}",
+            f"  case:      {_j(c.case)}",
+            f"  expected:  {_j({k: c.expected[k] for k in _KEYS[mode]})}",
+            f"  actual:    {_j(shown)}",
+            f"  reproduce: {reproduce_line(command, c)}",
+        ]
+    if len(out.mismatches) > max_details:
+        lines.append(f"... and {len(out.mismatches) - max_details} more mismatches")
+    if out.mismatches:
+        by: dict[str, int] = {}
+        for m in out.mismatches:
+            key = f"profile {m.check.profile}: {m.check.group}"
+            by[key] = by.get(key, 0) + 1
+        lines.append("mismatches by what they exercise:")
+        ranked = sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))
+        lines += [f"  {n:4d}  {k}" for k, n in ranked[:15]]
+        if len(ranked) > 15:
+            lines.append(f"  ... {len(ranked) - 15} more kinds")
+    if out.failure is not None:
+        where = f" on {out.failure_check.id} (profile {out.failure_check.profile})" if out.failure_check else ""
+        lines.append(f"IMPLEMENTATION FAILURE ({out.failure.kind}){where}: {out.failure.detail}")
+        if out.failure_check is not None:
+            lines.append(f"  reproduce: {reproduce_line(command, out.failure_check)}")
+    verdict = {0: "CONFORMS", 1: "DOES NOT CONFORM", 2: "UNUSABLE"}[out.exit_code]
+    lines.append(
+        f"{verdict}: {out.agreed}/{out.checks} answers agree, {len(out.mismatches)} mismatch(es), "
+        f"mode {mode}, {out.seconds:.2f} s"
+    )
+    return lines

@@ -1,0 +1,128 @@
+"""The conformance line protocol, and a child process that speaks it.
+
+tailguard writes one request per line on the implementation's stdin::
+
+    {"profile": "strict", "case": {...the tailguard check fields...}}
+
+and reads exactly one response line from its stdout::
+
+    {"decision": "allow" | "refuse", "failed": ["clause", ...], "holes": [[lo, hi], ...]}
+
+A case the implementation cannot read (never sent by the vectors) may be answered with
+``{"error": "<field>: <reason>"}``. Anything else on stdout, an exit, or no answer within the
+per-case timeout means the implementation is not speaking the protocol: the run stops.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+from collections.abc import Sequence
+from typing import IO, Any
+
+Response = dict[str, Any]
+
+
+class ProtocolFailure(Exception):
+    """The implementation crashed, hung, or answered with something that is not a response."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        self.kind, self.detail = kind, detail  # kind: crash | hang | garbage
+        super().__init__(f"{kind}: {detail}")
+
+
+def request_line(profile: str, case: dict[str, Any]) -> str:
+    return json.dumps({"profile": profile, "case": case}, separators=(",", ":"))
+
+
+def parse_response(line: str) -> Response:
+    """Validate one response line; :class:`ProtocolFailure` (garbage) when it is not one."""
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ProtocolFailure("garbage", f"response is not JSON ({exc.msg}): {line[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise ProtocolFailure("garbage", f"response is not a JSON object: {line[:200]!r}")
+    if "error" in value and "decision" not in value:
+        if not isinstance(value["error"], str):
+            raise ProtocolFailure("garbage", f"'error' must be a string: {line[:200]!r}")
+        return value
+    if value.get("decision") not in ("allow", "refuse"):
+        raise ProtocolFailure("garbage", f"'decision' must be \"allow\" or \"refuse\": {line[:200]!r}")
+    failed = value.get("failed", [])
+    if not (isinstance(failed, list) and all(isinstance(x, str) for x in failed)):
+        raise ProtocolFailure("garbage", f"'failed' must be a list of clause ids: {line[:200]!r}")
+    holes = value.get("holes", [])
+    if not (isinstance(holes, list) and all(
+            isinstance(h, list) and len(h) == 2 and all(type(x) is int for x in h) for h in holes)):
+        raise ProtocolFailure("garbage", f"'holes' must be a list of [lo, hi] integer pairs: {line[:200]!r}")
+    return value
+
+
+class Child:
+    """An implementation under test, started once and asked one case at a time."""
+
+    def __init__(self, command: Sequence[str], *, timeout: float) -> None:
+        self.command, self.timeout = list(command), timeout
+        try:
+            self.proc = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, encoding="utf-8", bufsize=1,
+            )
+        except OSError as exc:
+            raise ProtocolFailure("crash", f"cannot start {self.command[0]!r}: {exc}") from None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: list[str] = []
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: IO[str], out: queue.Queue[str | None]) -> None:
+        for line in stream:
+            out.put(line)
+        out.put(None)
+
+    def _drain(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._stderr.append(line)
+            del self._stderr[:-20]
+
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr[-20:]).rstrip()
+
+    def ask(self, profile: str, case: dict[str, Any]) -> Response:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(request_line(profile, case) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise ProtocolFailure("crash", self._exit_text()) from None
+        try:
+            line = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise ProtocolFailure("hang", f"no response within {self.timeout:g} s") from None
+        if line is None:
+            raise ProtocolFailure("crash", self._exit_text())
+        return parse_response(line.strip())
+
+    def _exit_text(self) -> str:
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        text = "the implementation closed its stdout" if code is None else f"the implementation exited with {code}"
+        tail = self.stderr_tail()
+        return f"{text}; its stderr ends with:\n{tail}" if tail else text
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()

@@ -1,0 +1,95 @@
+"""Read the conformance vectors (``spec/vectors/``), verified against ``manifest.json``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT = "tailguard-vectors/1"
+
+
+class VectorError(ValueError):
+    """The vector directory is missing, altered or of an unknown format."""
+
+
+@dataclass(frozen=True)
+class Vector:
+    id: str
+    exercises: dict[str, Any]
+    case: dict[str, Any]
+    expected: dict[str, dict[str, Any]]  # profile -> {"decision", "failed", "holes"}
+
+    def describe(self) -> str:
+        """One line: what this vector exercises."""
+        ex = self.exercises
+        kind = ex.get("kind", "?")
+        if kind == "boundary":
+            return (f"boundary of {ex['profile']}.{ex['clause']} at {ex['coordinate']} "
+                    f"(step {ex['step']:+d}, {ex['side']})")
+        if kind in ("alone", "combination"):
+            return f"{ex['profile']} clauses failing {kind}: {', '.join(ex['clauses'])}"
+        if kind == "malformed":
+            return f"malformed input: violates {ex['violates']}"
+        if kind == "example":
+            return f"worked example {ex['source']}"
+        if kind == "random":
+            return f"random corpus (seed {ex['seed']}): {ex['signature']}"
+        return str(kind)
+
+    def group(self) -> str:
+        """Coarser than :meth:`describe`: what a summary of mismatches counts by."""
+        ex = self.exercises
+        kind = ex.get("kind", "?")
+        if kind == "boundary":
+            return f"boundary of {ex['profile']}.{ex['clause']}"
+        if kind == "alone":
+            return f"{ex['profile']}.{ex['clauses'][0]} failing alone"
+        if kind == "combination":
+            return f"{ex['profile']} clauses failing in combination"
+        names = {"malformed": "malformed input", "example": "worked examples", "random": "random corpus"}
+        return names.get(str(kind), str(kind))
+
+
+@dataclass(frozen=True)
+class VectorSet:
+    directory: Path
+    spec_version: str
+    sha256: str
+    vectors: tuple[Vector, ...]
+
+
+def default_directory() -> Path:
+    from tailguard.project import project_root
+
+    return project_root() / "spec" / "vectors"
+
+
+def load_vectors(directory: Path | None = None) -> VectorSet:
+    """Every vector, in manifest order; :class:`VectorError` when a file does not match the manifest."""
+    d = default_directory() if directory is None else directory
+    try:
+        manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise VectorError(f"{d / 'manifest.json'}: {exc}") from None
+    if manifest.get("format") != FORMAT:
+        raise VectorError(f"{d / 'manifest.json'}: format {manifest.get('format')!r}, expected {FORMAT!r}")
+    digest = hashlib.sha256()
+    vectors: list[Vector] = []
+    for entry in manifest["files"]:
+        path = d / entry["path"]
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise VectorError(f"{path}: {exc}") from None
+        digest.update(data)
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise VectorError(f"{path}: sha256 differs from manifest.json; regenerate with `tailguard gen`")
+        doc = json.loads(data)
+        for v in doc["vectors"]:
+            vectors.append(Vector(v["id"], v["exercises"], v["case"], v["expected"]))
+    if digest.hexdigest() != manifest["sha256"] or len(vectors) != manifest["count"]:
+        raise VectorError(f"{d}: vector files do not match manifest.json (count or sha256)")
+    return VectorSet(d, manifest["spec_version"], manifest["sha256"], tuple(vectors))

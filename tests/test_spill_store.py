@@ -43,6 +43,15 @@ def _object_path(store: FileSpillStore, handle: str) -> Path:
     return Path(store.path) / "objects" / digest[:2] / digest[2:]
 
 
+def _object_files(store: FileSpillStore) -> list[Path]:
+    return sorted(p for p in (Path(store.path) / "objects").rglob("*") if p.is_file())
+
+
+def test_new_store_has_every_fan_out_directory(store: FileSpillStore) -> None:
+    subdirs = sorted(p.name for p in (Path(store.path) / "objects").iterdir())
+    assert subdirs == [f"{i:02x}" for i in range(256)]
+
+
 def _record_files(store: FileSpillStore) -> list[Path]:
     return sorted((Path(store.path) / "records").iterdir())
 
@@ -127,7 +136,7 @@ def test_index_records_session_range_unit_time_oldest_first(store: FileSpillStor
     ]
     assert records[0].time < records[1].time < records[2].time
     assert records[0].time.endswith("Z") and records[0].time[4] == "-"
-    assert len(list((Path(store.path) / "objects").rglob("*"))) == 4  # 2 fan-out dirs, 2 objects
+    assert len(_object_files(store)) == 2
 
 
 @pytest.mark.parametrize(
@@ -149,7 +158,7 @@ def test_put_rejects_bad_arguments_and_writes_nothing(
         store.put(b"data", **kwargs)  # type: ignore[arg-type]
     assert fragment in str(info.value)
     assert store.list() == []
-    assert not list((Path(store.path) / "objects").iterdir())
+    assert _object_files(store) == []
 
 
 def test_put_rejects_text(store: FileSpillStore) -> None:

@@ -14,6 +14,7 @@ itself: a torn, truncated or altered file is rejected, never served.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import json
 import os
@@ -159,6 +160,12 @@ class FileSpillStore:
         try:
             for sub in _SUBDIRS:
                 _fsutil.make_dirs_durable(os.path.join(self.path, sub))
+            # All 256 fan-out directories now, made durable by one fsync, so that a put does
+            # not pay an extra directory fsync the first time it meets a new prefix.
+            for i in range(256):
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(os.path.join(self._objects, f"{i:02x}"))
+            _fsutil.fsync_dir(self._objects)
             _fsutil.atomic_write(os.path.join(self.path, MARKER), _MARKER_BYTES, self._tmp)
         except OSError as exc:
             raise SpillWriteError(f"cannot create spill store {self.path}: {exc}") from exc

@@ -1,0 +1,30 @@
+// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.0.0, sha256 8c4a155f45177348); generator: tailguard.backends.js_render.
+// Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
+// The conformance line protocol for the JavaScript checker:
+//   tailguard conform -- node js/conform-adapter.mjs
+// One request per stdin line, {"profile": ..., "case": {...}}; one response per stdout line.
+import { createInterface } from "node:readline";
+import { CaseError, checkCase } from "./tailguard-checker.mjs";
+
+function answer(line) {
+  let request;
+  try {
+    request = JSON.parse(line);
+  } catch (err) {
+    return { error: `request: invalid JSON (${err.message})` };
+  }
+  try {
+    if (request === null || typeof request !== "object") {
+      throw new CaseError("request", "expected a JSON object");
+    }
+    return checkCase(request.case, request.profile ?? "strict");
+  } catch (err) {
+    if (err instanceof CaseError) return { error: err.message };
+    throw err;
+  }
+}
+
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+lines.on("line", (line) => {
+  if (line.trim() !== "") process.stdout.write(JSON.stringify(answer(line)) + "\n");
+});

@@ -1,0 +1,210 @@
+// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.0.0, sha256 8c4a155f45177348); generator: tailguard.backends.js_render.
+// Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
+// tailguard runtime checker for Node.js, spec 1.0.0: one dependency-free ES module.
+// checkCase(caseObject, profile) -> {decision, failed, holes}; unusable input throws CaseError.
+
+export const SPEC_VERSION = "1.0.0";
+export const SPEC_SHA256 = "8c4a155f451773487b6e018dcd28d3e54ae8b87bff6d45da140c8e379f8e472b";
+export const UNITS = Object.freeze(["turns", "messages", "tokens"]);
+export const PROFILES = Object.freeze(["seed", "strict"]);
+export const CLAUSES = Object.freeze({"seed": ["units_agree", "floor_reach", "truncation_clear"], "strict": ["well_formed", "units_agree", "floor_in_input", "floor_in_tail", "tail_intact", "seam_contiguous", "summary_honest", "no_hole"]});
+export const FIELDS = Object.freeze(["history_end", "tail_start", "summary_input", "summary_covers", "recovery_floor_span", "floor_unit", "truncator_unit", "prior_truncations", "prior_coverage", "spills"]);
+
+export class CaseError extends Error {
+  constructor(field, reason) {
+    super(`${field}: ${reason}`);
+    this.name = "CaseError";
+    this.field = field;
+    this.reason = reason;
+  }
+}
+
+function decision(failed, holes) {
+  return { decision: failed.length === 0 ? "allow" : "refuse", failed, holes };
+}
+
+// Interval-set primitives (the same as tailguard/intervals.py). A set is an array of
+// half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.
+function interval(lo, hi) {
+  return lo < hi ? [[lo, hi]] : [];
+}
+
+function normalize(pairs) {
+  const sorted = pairs.filter((p) => p[0] < p[1]).map((p) => [p[0], p[1]])
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  const out = [];
+  for (const [lo, hi] of sorted) {
+    const last = out[out.length - 1];
+    if (last !== undefined && lo <= last[1]) {
+      if (hi > last[1]) last[1] = hi;
+    } else {
+      out.push([lo, hi]);
+    }
+  }
+  return out;
+}
+
+function union(a, b) {
+  return normalize(a.concat(b));
+}
+
+function intersect(a, b) {
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const lo = Math.max(a[i][0], b[j][0]);
+    const hi = Math.min(a[i][1], b[j][1]);
+    if (lo < hi) out.push([lo, hi]);
+    if (a[i][1] < b[j][1]) i += 1; else j += 1;
+  }
+  return out;
+}
+
+function difference(a, b) {
+  const out = [];
+  let j = 0;
+  for (const [lo, hi] of a) {
+    while (j < b.length && b[j][1] <= lo) j += 1;
+    let cur = lo;
+    for (let k = j; k < b.length && b[k][0] < hi; k += 1) {
+      if (b[k][0] > cur) out.push([cur, b[k][0]]);
+      cur = Math.max(cur, b[k][1]);
+    }
+    if (cur < hi) out.push([cur, hi]);
+  }
+  return out;
+}
+
+function isSubset(a, b) {
+  return difference(a, b).length === 0;
+}
+
+// Profile 'seed': The seed's assert_compaction_safe, transcribed bit for bit on any integers, quirks included.
+function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
+  const v_a = v_I[0];  // a = I.lo
+  const failed = [];
+  let holes = [];
+  // units_agree: floor_unit == truncator_unit
+  if (!(v_floor_unit === v_truncator_unit)) {
+    return decision(["units_agree"], []);
+  }
+  // floor_reach: a <= t - F
+  if (!(v_a <= (v_t - v_F))) {
+    return decision(["floor_reach"], []);
+  }
+  // truncation_clear: all(r in TR: not (r.hi > t - F and r.lo < t))
+  if (!v_TR.every((v_r) => (!((v_r[1] > (v_t - v_F)) && (v_r[0] < v_t))))) {
+    return decision(["truncation_clear"], []);
+  }
+  return decision(failed, holes);
+}
+
+// Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail.
+function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && [v_I, v_C, ...v_TR, ...v_PC, ...v_SP].every((v_r) => (0 <= v_r[0] && v_r[0] <= v_r[1] && v_r[1] <= v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
+    return decision(["well_formed"], []);
+  }
+  const v_d = v_C[1];  // d = C.hi
+  const v_T = [v_t, v_n];  // T = [t, n)
+  const v_Phi = [Math.max(0, (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_TRU = normalize(v_TR);  // TRU = union(TR)
+  const v_covered = union(union(union(normalize(v_PC), normalize(v_SP)), difference(intersect(interval(...v_C), interval(...v_I)), v_TRU)), difference(interval(...v_T), v_TRU));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const failed = [];
+  let holes = [];
+  // units_agree: floor_unit == truncator_unit
+  if (!(v_floor_unit === v_truncator_unit)) {
+    failed.push("units_agree");
+  }
+  // floor_in_input: Phi subset I
+  if (!isSubset(interval(...v_Phi), interval(...v_I))) {
+    failed.push("floor_in_input");
+  }
+  // floor_in_tail: Phi subset T
+  if (!isSubset(interval(...v_Phi), interval(...v_T))) {
+    failed.push("floor_in_tail");
+  }
+  // tail_intact: all(r in TR: empty(r & T))
+  if (!v_TR.every((v_r) => (intersect(interval(...v_r), interval(...v_T)).length === 0))) {
+    failed.push("tail_intact");
+  }
+  // seam_contiguous: t == 0 or d >= t
+  if (!((v_t === 0) || (v_d >= v_t))) {
+    failed.push("seam_contiguous");
+  }
+  // summary_honest: C subset I \ TRU
+  if (!isSubset(interval(...v_C), difference(interval(...v_I), v_TRU))) {
+    failed.push("summary_honest");
+  }
+  // no_hole: [0, n) subset covered
+  if (!isSubset(interval(...[0, v_n]), v_covered)) {
+    failed.push("no_hole");
+    holes = difference(interval(...[0, v_n]), v_covered);
+  }
+  return decision(failed, holes);
+}
+
+const CHECKERS = { seed: check_seed, strict: check_strict };
+
+/** Decide one compaction; fields must already be typed (see readCase). */
+export function check(profile, fields) {
+  const checker = Object.hasOwn(CHECKERS, profile) ? CHECKERS[profile] : undefined;
+  if (checker === undefined) {
+    const known = PROFILES.join(", ");
+    throw new CaseError("profile", `unknown profile ${JSON.stringify(profile)}; known: ${known}`);
+  }
+  return checker(fields["history_end"], fields["tail_start"], fields["summary_input"], fields["summary_covers"], fields["recovery_floor_span"], fields["floor_unit"], fields["truncator_unit"], fields["prior_truncations"], fields["prior_coverage"], fields["spills"]);
+}
+
+function describe(value) {
+  return value === null ? "null" : Array.isArray(value) ? "list" : typeof value;
+}
+
+function readInt(value, field) {
+  if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+    throw new CaseError(field, `expected an integer, got ${describe(value)} ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function readPair(value, field) {
+  if (!Array.isArray(value) || value.length !== 2) {
+    throw new CaseError(field, `expected a pair [lo, hi], got ${JSON.stringify(value)}`);
+  }
+  return [readInt(value[0], `${field}[0]`), readInt(value[1], `${field}[1]`)];
+}
+
+function readPairs(value, field) {
+  if (!Array.isArray(value)) {
+    throw new CaseError(field, `expected a list of [lo, hi] pairs, got ${describe(value)}`);
+  }
+  return value.map((v, i) => readPair(v, `${field}[${i}]`));
+}
+
+function readUnit(value, field) {
+  if (typeof value !== "string") {
+    const got = `${describe(value)} ${JSON.stringify(value)}`;
+    throw new CaseError(field, `expected a unit name (string), got ${got}`);
+  }
+  return value;
+}
+
+const READERS = { history_end: readInt, tail_start: readInt, summary_input: readPair, summary_covers: readPair, recovery_floor_span: readInt, floor_unit: readUnit, truncator_unit: readUnit, prior_truncations: readPairs, prior_coverage: readPairs, spills: readPairs };
+
+/** Check the type of every case field; throw CaseError naming the first bad one. Extra keys are ignored. */
+export function readCase(caseObject) {
+  if (caseObject === null || typeof caseObject !== "object" || Array.isArray(caseObject)) {
+    throw new CaseError("case", `expected a JSON object, got ${describe(caseObject)}`);
+  }
+  const out = {};
+  for (const [field, reader] of Object.entries(READERS)) {
+    if (!Object.hasOwn(caseObject, field)) throw new CaseError(field, "missing field");
+    out[field] = reader(caseObject[field], field);
+  }
+  return out;
+}
+
+/** Read and decide one case given in the tailguard check JSON format. */
+export function checkCase(caseObject, profile = "strict") {
+  return check(profile, readCase(caseObject));
+}

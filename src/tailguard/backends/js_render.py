@@ -1,0 +1,328 @@
+"""Render the checker as one dependency-free JavaScript module for Node.js (ES module).
+
+``render_js(spec) -> str`` is pure and deterministic, like :func:`render_python`: the same
+expressions compile to calls on the same interval primitives, written once below in
+JavaScript. ``render_js_adapter(spec)`` is the line-protocol adapter beside it, so that
+``tailguard conform -- node js/conform-adapter.mjs`` checks the JavaScript checker.
+
+Numbers are JavaScript numbers: offsets must be safe integers (below 2**53), which the
+case reader enforces.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tailguard.backends.python_render import _needed_defines
+from tailguard.speclang import ast
+from tailguard.speclang.ast import Type
+from tailguard.speclang.load import Profile, Spec
+from tailguard.speclang.pretty import pretty
+from tailguard.speclang.typecheck import infer
+
+GENERATOR = "tailguard.backends.js_render"
+TARGET = "js/tailguard-checker.mjs"
+ADAPTER_TARGET = "js/conform-adapter.mjs"
+
+
+def stamp(spec: Spec) -> str:
+    return (
+        f"// GENERATED FILE, do not edit. Source: spec/clauses.toml "
+        f"(spec {spec.version}, sha256 {spec.sha256[:16]}); generator: {GENERATOR}.\n"
+        f"// Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale."
+    )
+
+
+def _var(name: str) -> str:
+    return f"v_{name}"
+
+
+_OPS = {"==": "===", "!=": "!==", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+class _Compiler:
+    def __init__(self, env: dict[str, Type]) -> None:
+        self.env = env
+
+    def as_set(self, node: ast.Node) -> str:
+        code = self.expr(node)
+        return f"interval(...{code})" if infer(node, self.env) == "interval" else code
+
+    def expr(self, node: ast.Node) -> str:
+        match node:
+            case ast.Num(value=v):
+                return str(v)
+            case ast.Name(name=n):
+                return _var(n)
+            case ast.Field(base=b, attr=a):
+                return f"{_var(b)}[{0 if a == 'lo' else 1}]"
+            case ast.BinArith(op=op, left=l, right=r):
+                return f"({self.expr(l)} {op} {self.expr(r)})"
+            case ast.Call(func="max" | "min" as f, args=(x, y)):
+                return f"Math.{f}({self.expr(x)}, {self.expr(y)})"
+            case ast.Call(func="union", args=(x,)):
+                return f"normalize({self.expr(x)})"
+            case ast.Call(func="empty", args=(x,)):
+                return f"({self.as_set(x)}.length === 0)"
+            case ast.Call(func="known", args=(x,)):
+                return f"UNITS.includes({self.expr(x)})"
+            case ast.IntervalLit(lo=lo, hi=hi):
+                return f"[{self.expr(lo)}, {self.expr(hi)}]"
+            case ast.SetOp(op=op, left=l, right=r):
+                fn = {"|": "union", "&": "intersect", "\\": "difference"}[op]
+                return f"{fn}({self.as_set(l)}, {self.as_set(r)})"
+            case ast.Compare(ops=ops, operands=operands):
+                vals = [self.expr(o) for o in operands]
+                parts = [f"{x} {_OPS[op]} {y}" for op, x, y in zip(ops, vals, vals[1:], strict=False)]
+                return "(" + " && ".join(parts) + ")"
+            case ast.Subset(left=l, right=r):
+                return f"isSubset({self.as_set(l)}, {self.as_set(r)})"
+            case ast.BoolOp(op=op, operands=operands):
+                joiner = " && " if op == "and" else " || "
+                return "(" + joiner.join(self.expr(o) for o in operands) + ")"
+            case ast.Not(operand=o):
+                return f"(!{self.expr(o)})"
+            case ast.Quant(kind=k, var=v, sources=srcs, body=b):
+                inner = dict(self.env)
+                inner[v] = "interval"
+                body = _Compiler(inner).expr(b)
+                method = "every" if k == "all" else "some"
+                return f"{self.source_array(srcs)}.{method}(({_var(v)}) => {body})"
+        raise TypeError(f"cannot compile {type(node).__name__}")
+
+    def source_array(self, srcs: tuple[str, ...]) -> str:
+        if len(srcs) == 1 and self.env[srcs[0]] == "intervals":
+            return _var(srcs[0])
+        parts = [_var(s) if self.env[s] == "interval" else f"...{_var(s)}" for s in srcs]
+        return "[" + ", ".join(parts) + "]"
+
+
+_PRIMITIVES = """\
+// Interval-set primitives (the same as tailguard/intervals.py). A set is an array of
+// half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.
+function interval(lo, hi) {
+  return lo < hi ? [[lo, hi]] : [];
+}
+
+function normalize(pairs) {
+  const sorted = pairs.filter((p) => p[0] < p[1]).map((p) => [p[0], p[1]])
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  const out = [];
+  for (const [lo, hi] of sorted) {
+    const last = out[out.length - 1];
+    if (last !== undefined && lo <= last[1]) {
+      if (hi > last[1]) last[1] = hi;
+    } else {
+      out.push([lo, hi]);
+    }
+  }
+  return out;
+}
+
+function union(a, b) {
+  return normalize(a.concat(b));
+}
+
+function intersect(a, b) {
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const lo = Math.max(a[i][0], b[j][0]);
+    const hi = Math.min(a[i][1], b[j][1]);
+    if (lo < hi) out.push([lo, hi]);
+    if (a[i][1] < b[j][1]) i += 1; else j += 1;
+  }
+  return out;
+}
+
+function difference(a, b) {
+  const out = [];
+  let j = 0;
+  for (const [lo, hi] of a) {
+    while (j < b.length && b[j][1] <= lo) j += 1;
+    let cur = lo;
+    for (let k = j; k < b.length && b[k][0] < hi; k += 1) {
+      if (b[k][0] > cur) out.push([cur, b[k][0]]);
+      cur = Math.max(cur, b[k][1]);
+    }
+    if (cur < hi) out.push([cur, hi]);
+  }
+  return out;
+}
+
+function isSubset(a, b) {
+  return difference(a, b).length === 0;
+}
+"""
+
+
+def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
+    c = _Compiler(spec.env)
+    args = ", ".join(_var(i.symbol) for i in spec.inputs)
+    out.append(f"// Profile {prof.id!r}: {prof.doc}")
+    out.append(f"function check_{prof.id}({args}) {{")
+    gate = prof.clause(prof.wellformed) if prof.wellformed else None
+    rest = [cl for cl in prof.clauses if cl is not gate]
+    if gate is not None:
+        if _needed_defines(spec, [gate.holds]):
+            raise ValueError(f"{prof.id}.{gate.id}: the well-formedness gate may use inputs only")
+        out.append(f"  if (!{c.expr(gate.holds)}) {{")
+        out.append(f'    return decision([{json.dumps(gate.id)}], []);')
+        out.append("  }")
+    roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
+    for name in _needed_defines(spec, roots):
+        d = next(d for d in spec.defines if d.name == name)
+        out.append(f"  const {_var(name)} = {c.expr(d.node)};  // {name} = {d.source}")
+    out.append("  const failed = [];")
+    out.append("  let holes = [];")
+    for cl in rest:
+        out.append(f"  // {cl.id}: {pretty(cl.holds)}")
+        out.append(f"  if (!{c.expr(cl.holds)}) {{")
+        if prof.report == "first":
+            out.append(f"    return decision([{json.dumps(cl.id)}], []);")
+        else:
+            out.append(f"    failed.push({json.dumps(cl.id)});")
+            if cl.holes is not None:
+                out.append(f"    holes = {c.as_set(cl.holes)};")
+        out.append("  }")
+    out.append("  return decision(failed, holes);")
+    out.append("}")
+    out.append("")
+
+
+def render_js(spec: Spec) -> str:
+    clauses = {p.id: [cl.id for cl in p.clauses] for p in spec.profiles}
+    readers = {"int": "readInt", "interval": "readPair", "intervals": "readPairs", "unit": "readUnit"}
+    out = [
+        stamp(spec),
+        f"// tailguard runtime checker for Node.js, spec {spec.version}: one dependency-free ES module.",
+        "// checkCase(caseObject, profile) -> {decision, failed, holes}; unusable input throws CaseError.",
+        "",
+        f"export const SPEC_VERSION = {json.dumps(spec.version)};",
+        f"export const SPEC_SHA256 = {json.dumps(spec.sha256)};",
+        f"export const UNITS = Object.freeze({json.dumps(list(spec.units))});",
+        f"export const PROFILES = Object.freeze({json.dumps([p.id for p in spec.profiles])});",
+        f"export const CLAUSES = Object.freeze({json.dumps(clauses)});",
+        f"export const FIELDS = Object.freeze({json.dumps([i.field for i in spec.inputs])});",
+        "",
+        "export class CaseError extends Error {",
+        "  constructor(field, reason) {",
+        "    super(`${field}: ${reason}`);",
+        "    this.name = \"CaseError\";",
+        "    this.field = field;",
+        "    this.reason = reason;",
+        "  }",
+        "}",
+        "",
+        "function decision(failed, holes) {",
+        '  return { decision: failed.length === 0 ? "allow" : "refuse", failed, holes };',
+        "}",
+        "",
+        _PRIMITIVES,
+    ]
+    for prof in spec.profiles:
+        _render_profile(spec, prof, out)
+    call = ", ".join(f"fields[{json.dumps(i.field)}]" for i in spec.inputs)
+    out += [
+        "const CHECKERS = { " + ", ".join(f"{p.id}: check_{p.id}" for p in spec.profiles) + " };",
+        "",
+        "/** Decide one compaction; fields must already be typed (see readCase). */",
+        "export function check(profile, fields) {",
+        "  const checker = Object.hasOwn(CHECKERS, profile) ? CHECKERS[profile] : undefined;",
+        "  if (checker === undefined) {",
+        "    const known = PROFILES.join(\", \");",
+        "    throw new CaseError(\"profile\", `unknown profile ${JSON.stringify(profile)}; known: ${known}`);",
+        "  }",
+        f"  return checker({call});",
+        "}",
+        "",
+        "function describe(value) {",
+        "  return value === null ? \"null\" : Array.isArray(value) ? \"list\" : typeof value;",
+        "}",
+        "",
+        "function readInt(value, field) {",
+        "  if (typeof value !== \"number\" || !Number.isSafeInteger(value)) {",
+        "    throw new CaseError(field, `expected an integer, got ${describe(value)} ${JSON.stringify(value)}`);",
+        "  }",
+        "  return value;",
+        "}",
+        "",
+        "function readPair(value, field) {",
+        "  if (!Array.isArray(value) || value.length !== 2) {",
+        "    throw new CaseError(field, `expected a pair [lo, hi], got ${JSON.stringify(value)}`);",
+        "  }",
+        "  return [readInt(value[0], `${field}[0]`), readInt(value[1], `${field}[1]`)];",
+        "}",
+        "",
+        "function readPairs(value, field) {",
+        "  if (!Array.isArray(value)) {",
+        "    throw new CaseError(field, `expected a list of [lo, hi] pairs, got ${describe(value)}`);",
+        "  }",
+        "  return value.map((v, i) => readPair(v, `${field}[${i}]`));",
+        "}",
+        "",
+        "function readUnit(value, field) {",
+        "  if (typeof value !== \"string\") {",
+        "    const got = `${describe(value)} ${JSON.stringify(value)}`;",
+        "    throw new CaseError(field, `expected a unit name (string), got ${got}`);",
+        "  }",
+        "  return value;",
+        "}",
+        "",
+        "const READERS = { " + ", ".join(f"{i.field}: {readers[i.type]}" for i in spec.inputs) + " };",
+        "",
+        "/** Check the type of every case field; throw CaseError naming the first bad one. Extra keys are ignored. */",
+        "export function readCase(caseObject) {",
+        "  if (caseObject === null || typeof caseObject !== \"object\" || Array.isArray(caseObject)) {",
+        "    throw new CaseError(\"case\", `expected a JSON object, got ${describe(caseObject)}`);",
+        "  }",
+        "  const out = {};",
+        "  for (const [field, reader] of Object.entries(READERS)) {",
+        "    if (!Object.hasOwn(caseObject, field)) throw new CaseError(field, \"missing field\");",
+        "    out[field] = reader(caseObject[field], field);",
+        "  }",
+        "  return out;",
+        "}",
+        "",
+        "/** Read and decide one case given in the tailguard check JSON format. */",
+        "export function checkCase(caseObject, profile = \"strict\") {",
+        "  return check(profile, readCase(caseObject));",
+        "}",
+    ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_js_adapter(spec: Spec) -> str:
+    return "\n".join([
+        stamp(spec),
+        "// The conformance line protocol for the JavaScript checker:",
+        "//   tailguard conform -- node js/conform-adapter.mjs",
+        "// One request per stdin line, {\"profile\": ..., \"case\": {...}}; one response per stdout line.",
+        "import { createInterface } from \"node:readline\";",
+        "import { CaseError, checkCase } from \"./tailguard-checker.mjs\";",
+        "",
+        "function answer(line) {",
+        "  let request;",
+        "  try {",
+        "    request = JSON.parse(line);",
+        "  } catch (err) {",
+        "    return { error: `request: invalid JSON (${err.message})` };",
+        "  }",
+        "  try {",
+        "    if (request === null || typeof request !== \"object\") {",
+        "      throw new CaseError(\"request\", \"expected a JSON object\");",
+        "    }",
+        "    return checkCase(request.case, request.profile ?? \"strict\");",
+        "  } catch (err) {",
+        "    if (err instanceof CaseError) return { error: err.message };",
+        "    throw err;",
+        "  }",
+        "}",
+        "",
+        "const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });",
+        "lines.on(\"line\", (line) => {",
+        "  if (line.trim() !== \"\") process.stdout.write(JSON.stringify(answer(line)) + \"\\n\");",
+        "});",
+        "",
+    ])

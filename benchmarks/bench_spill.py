@@ -24,7 +24,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -32,13 +31,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from tailguard.spill import FileSpillStore
 
 
-def _median_seconds(action: Callable[[int], None], reps: int) -> float:
-    times = []
-    for i in range(reps):
-        start = time.perf_counter()
-        action(i)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def fsync_latency(root: Path, reps: int = 20) -> float:
+    """Median seconds for write-1-byte-and-fsync: what each durable step costs on this disk."""
+    fd, path = tempfile.mkstemp(dir=root)
+    try:
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            os.write(fd, b"x")
+            os.fsync(fd)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+    finally:
+        os.close(fd)
+        os.unlink(path)
 
 
 def bench_size(size: int, reps: int, root: Path) -> list[tuple[str, float]]:
@@ -78,14 +84,22 @@ def bench_size(size: int, reps: int, root: Path) -> list[tuple[str, float]]:
             with db:
                 db.execute("INSERT INTO spill VALUES (?, ?)", (f"k{i}", payloads[i]))
 
-        for name, action in [
+        actions = [
             ("plain write", plain),
             ("plain write + fsync", plain_fsync),
             ("spill put", put),
             ("spill get", get),
             ("sqlite blob (WAL)", sqlite_put),
-        ]:
-            results.append((name, _median_seconds(action, reps)))
+        ]
+        # Interleaved: repetition i runs every method once, so a change in machine load
+        # (other processes, page-cache writeback) hits all rows alike.
+        times: dict[str, list[float]] = {name: [] for name, _ in actions}
+        for i in range(reps):
+            for name, action in actions:
+                start = time.perf_counter()
+                action(i)
+                times[name].append(time.perf_counter() - start)
+        results = [(name, statistics.median(times[name])) for name, _ in actions]
         db.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -98,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where to write (a disk)")
     args = parser.parse_args(argv)
     print(f"spill throughput, one run, MB = 10**6 bytes, target dir {args.dir}")
+    print(f"fsync latency (1-byte write + fsync, median): {fsync_latency(Path(args.dir)) * 1e3:.2f} ms")
     print(f"{'size':>7}  {'method':<20} {'MB/s':>9} {'ratio':>7}")
     for mb in args.sizes_mb:
         size = mb * 1_000_000

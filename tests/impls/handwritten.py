@@ -17,7 +17,7 @@ BUG = sys.argv[sys.argv.index("--off-by-one") + 1] if "--off-by-one" in sys.argv
 
 
 def off(clause: str) -> int:
-    return 1 if BUG == clause else 0
+    return 1 if clause == BUG else 0
 
 
 def merged(pairs):

@@ -20,6 +20,7 @@ version, the count and a sha256 over the group files.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -45,29 +46,71 @@ GROUPS: dict[str, str] = {
 _CACHE: dict[str, dict[str, Any]] = {}
 
 
+def examples_root(root: Path) -> Path:
+    """Where the worked examples are: ``root/examples/cases``, else this checkout's (like the spec)."""
+    here = root / "examples" / "cases"
+    if here.is_dir():
+        return root
+    return Path(__file__).resolve().parents[3]
+
+
 def _inputs_key(spec: Spec, root: Path) -> str:
+    """A hash of everything the vectors depend on: spec, generator code, examples, z3 version."""
+    from importlib.metadata import PackageNotFoundError, version
+
     h = hashlib.sha256(spec.sha256.encode())
     here = Path(__file__).resolve().parent
     for name in ("vector_search.py", "vectors.py", "python_render.py", "z3_encode.py"):
         h.update((here / name).read_bytes())
-    for path in sorted((root / "examples" / "cases").glob("*.json")):
+    h.update((here.parent / "intervals.py").read_bytes())
+    for path in sorted((examples_root(root) / "examples" / "cases").glob("*.json")):
         h.update(path.name.encode() + path.read_bytes())
+    with contextlib.suppress(PackageNotFoundError):
+        h.update(version("z3-solver").encode())
     return h.hexdigest()
 
 
+def _cache_dir() -> Path | None:
+    if os.environ.get("TAILGUARD_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tailguard" / "vectors"
+
+
 def search(spec: Spec, root: Path) -> dict[str, Any]:
-    """Every group of vectors for ``spec`` (computed in a fresh interpreter, cached)."""
+    """Every group of vectors for ``spec``: computed in a fresh interpreter, cached in memory and on
+    disk by the hash of its inputs (the output is a function of them; ``TAILGUARD_NO_CACHE=1`` skips
+    the disk cache). ``gen --check`` still compares every committed file with this result."""
     key = _inputs_key(spec, root)
-    if key not in _CACHE:
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        proc = subprocess.run(
-            [sys.executable, "-m", "tailguard.backends.vector_search", str(Path(spec.path).resolve()), str(root)],
-            capture_output=True, text=True, env=env, check=False,
-        )
-        if proc.returncode != 0:
-            raise ValueError(f"vector search failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
-        _CACHE[key] = json.loads(proc.stdout)
-    return _CACHE[key]
+    if key in _CACHE:
+        return _CACHE[key]
+    cache = _cache_dir()
+    cached = cache / f"{key}.json" if cache is not None else None
+    if cached is not None and cached.is_file():
+        try:
+            _CACHE[key] = json.loads(cached.read_text(encoding="utf-8"))
+            return _CACHE[key]
+        except (OSError, json.JSONDecodeError):
+            pass
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tailguard.backends.vector_search", str(Path(spec.path).resolve()),
+         str(examples_root(root))],
+        capture_output=True, text=True, env=env, check=False,
+    )
+    if proc.returncode != 0:
+        raise ValueError(f"vector search failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    _CACHE[key] = result
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(proc.stdout, encoding="utf-8")
+            tmp.replace(cached)
+        except OSError:
+            pass  # a cache that cannot be written is only slower
+    return result
 
 
 def _header(spec: Spec) -> dict[str, Any]:

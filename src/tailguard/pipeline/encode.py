@@ -39,8 +39,25 @@ class AState:
         return [self.p, self.P, self.sc, self.S, self.L, *self.w]
 
 
+def tokens_matter(policy: Policy) -> bool:
+    """Whether any check ever reads a token count (else turn sizes are irrelevant)."""
+    if policy.floor_unit == "tokens":
+        return True
+    for s in policy.stages:
+        if isinstance(s, Truncate) and s.unit == "tokens":
+            return True
+        if isinstance(s, Compact) and (
+            "tokens" in (s.trigger_unit, s.keep_unit) or s.input_limit > 0
+        ):
+            return True
+    return False
+
+
 def needed_window(policy: Policy) -> int:
-    """Window that makes the encoding exact: every tail lies inside it."""
+    """Window that makes the encoding exact: every tail lies inside it (none is needed
+    when no check reads a token count: then sizes never matter)."""
+    if not tokens_matter(policy):
+        return 0
     width = 1
     for s in policy.stages:
         if isinstance(s, Compact):

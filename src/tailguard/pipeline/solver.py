@@ -23,6 +23,7 @@ from tailguard.pipeline.encode import (
     init_state,
     needed_window,
 )
+from tailguard.pipeline.houdini import houdini
 from tailguard.pipeline.model import Finding, replay, static_findings
 from tailguard.pipeline.policy import Policy
 
@@ -33,11 +34,12 @@ Verdict = Literal["safe", "unsafe", "unknown"]
 class Budget:
     """Solver budgets: bounded-search depth, Spacer time, rlimit for certificate checks."""
 
-    depth: int = 60
+    depth: int = 150
     quick_depth: int = 16
     spacer_ms: int = 20_000
     rlimit: int = 20_000_000
     max_window: int = 24
+    mid_seconds: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -62,15 +64,19 @@ class Bmc:
 
     def __init__(self, policy: Policy, width: int, rlimit: int) -> None:
         self.policy = policy
+        self.width = width
         self.solver = z3.Solver()
         self.solver.set("rlimit", rlimit)
-        self.state = init_state(width)
+        self.state = init_state(0)
         self.xs: list[Any] = []
         self.depth = 0
 
     def deepen(self) -> tuple[int, ...] | None | Literal["unknown"]:
         """Try one more step; a trace, ``None`` (no finding at this depth) or unknown."""
         self.depth += 1
+        if len(self.state.w) < min(self.width, self.depth):  # d appends: at most d turns
+            st0 = self.state
+            self.state = AState(st0.p, st0.P, st0.sc, st0.S, st0.L, (*st0.w, z3.IntVal(0)))
         x = z3.Int(f"x{self.depth}")
         st = encode_step(self.policy, self.state, x, f"b{self.depth}")
         self.solver.add(st.input_ok)
@@ -86,7 +92,9 @@ class Bmc:
         if result == z3.unknown:
             return "unknown"
         self.solver.add(st.clean)
-        self.state = st.nxt
+        fresh = fresh_state(f"b{self.depth}", len(st.nxt.w))  # named, so terms stay small
+        self.solver.add(*[a == b for a, b in zip(fresh.flat(), st.nxt.flat(), strict=True)])
+        self.state = fresh
         return trace
 
 
@@ -165,13 +173,14 @@ def decide(policy: Policy, budget: Budget | None = None) -> Decision:
     start = time.perf_counter()
     static = tuple(static_findings(policy))
     need = needed_window(policy)
-    bmc = Bmc(policy, min(need, budget.depth), budget.rlimit)
+    bmc = Bmc(policy, need, budget.rlimit)
 
     def done(verdict: Verdict, found: tuple[Finding, ...], **kw: Any) -> Decision:
         return Decision(verdict, static + found, seconds=time.perf_counter() - start, **kw)
 
-    def search(limit: int) -> Decision | None | str:
-        while bmc.depth < limit:
+    def search(limit: int, seconds: float = float("inf")) -> Decision | None | str:
+        begun = time.perf_counter()
+        while bmc.depth < limit and time.perf_counter() - begun < seconds:
             got = bmc.deepen()
             if got == "unknown":
                 return f"rlimit {budget.rlimit} exhausted at depth {bmc.depth}"
@@ -184,26 +193,40 @@ def decide(policy: Policy, budget: Budget | None = None) -> Decision:
 
     if not policy.stages:
         return done("unsafe" if static else "safe", (), method="no stages: nothing is ever lost")
+    width = need if need <= budget.max_window else 1
+    exact = need <= budget.max_window
+
+    def certified(inv_of: Any, how: str) -> Decision | str:
+        problem = check_certificate(policy, width, inv_of, budget.rlimit)
+        if problem:
+            return f"certificate re-check: {problem}"
+        if static:
+            return done("unsafe", (), method=f"static: unit mismatch; dynamics safe by {how}")
+        return done("safe", (), method=f"{how} (window {width}), re-checked")
+
+    lemma = houdini(policy, width, budget.rlimit)
+    if lemma is not None:
+        got = certified(lemma, "inductive occupancy bounds")
+        if isinstance(got, Decision):
+            return got
     quick = search(budget.quick_depth)
     if isinstance(quick, Decision):
         return quick
-    width = need if need <= budget.max_window else 1
-    exact = need <= budget.max_window
+    # ordering only (never changes a verdict): search a little deeper before Spacer,
+    # which is slow on deep counterexamples
+    mid = search(budget.depth, budget.mid_seconds) if quick is None else None
+    if isinstance(mid, Decision):
+        return mid
     outcome, inv = find_invariant(policy, width, budget)
     if outcome == "safe":
-
-        def inv_of(s: AState) -> Any:
-            return z3.substitute_vars(inv, *s.flat())
-
-        problem = check_certificate(policy, width, inv_of, budget.rlimit)
-        if not problem:
-            if static:
-                return done("unsafe", (), method="static: unit mismatch; dynamics certified safe")
-            return done("safe", (), method=f"inductive invariant (window {width}), re-checked")
-        outcome, inv = "unknown", f"certificate re-check: {problem}"
+        body = inv
+        got = certified(lambda s: z3.substitute_vars(body, *s.flat()), "Spacer invariant")
+        if isinstance(got, Decision):
+            return got
+        outcome, inv = "unknown", got
     if isinstance(quick, str):
         return done("unknown", (), detail=quick)
-    deep = search(budget.depth)
+    deep = mid if isinstance(mid, str) else search(budget.depth)
     if isinstance(deep, Decision):
         return deep
     if static:

@@ -1,0 +1,76 @@
+"""Cheap invariant synthesis (Houdini): keep the candidate lemmas that are inductive.
+
+Candidates are occupancy bounds drawn from the policy's own constants (each trigger
+minus one, each limit, each post-compaction size), unconditional or guarded by
+"no summary yet" / "summary present". The conjunction of the survivors is inductive
+by construction; :func:`tailguard.pipeline.solver.check_certificate` re-checks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import z3
+
+from tailguard.pipeline.encode import AState, basic, encode_step, fresh_state, init_state, occupancy
+from tailguard.pipeline.policy import Compact, Policy, Truncate
+
+Lemma = Callable[[AState], Any]
+
+
+def candidates(policy: Policy) -> list[Lemma]:
+    """Occupancy bounds suggested by the policy's constants."""
+    bounds: dict[str, set[int]] = {"turns": set(), "tokens": set()}
+    for s in policy.stages:
+        if isinstance(s, Truncate):
+            bounds[s.unit].add(s.limit)
+        else:
+            bounds[s.trigger_unit].add(s.trigger - 1)
+            post = s.keep if s.keep_unit == "turns" else s.keep // policy.turn_min
+            bounds["turns"].add(policy.keep_first + post)
+            kept = s.keep * policy.turn_max if s.keep_unit == "turns" else s.keep
+            pinned = policy.keep_first * policy.turn_max
+            bounds["tokens"].add(policy.base_tokens + pinned + s.summary_tokens + kept)
+    out: list[Lemma] = []
+    for unit, values in bounds.items():
+        for value in sorted(values):
+            out.append(lambda st, u=unit, v=value: occupancy(policy, st, u) <= v)
+            out.append(lambda st, u=unit, v=value: z3.Or(st.sc > 0, occupancy(policy, st, u) <= v))
+            out.append(lambda st, u=unit, v=value: z3.Or(st.sc == 0, occupancy(policy, st, u) <= v))
+    return out
+
+
+def houdini(policy: Policy, width: int, rlimit: int, rounds: int = 60) -> Lemma | None:
+    """The strongest conjunction of candidates that is inductive and excludes every
+    finding, or ``None``."""
+    pool = [c for c in candidates(policy) if z3.is_true(z3.simplify(c(init_state(width))))]
+    st = fresh_state("h", width)
+    x = z3.Int("x")
+    step = encode_step(policy, st, x, "hd")
+    base = z3.And(basic(policy, st), step.input_ok, step.clean)
+    for _ in range(rounds):
+        solver = z3.Solver()
+        solver.set("rlimit", rlimit)
+        solver.add(base, *[c(st) for c in pool])
+        solver.add(z3.Not(z3.And(*[c(step.nxt) for c in pool], z3.BoolVal(True))))
+        result = solver.check()
+        if result == z3.unsat:
+            break
+        if result != z3.sat:
+            return None
+        model = solver.model()
+        keep = [c for c in pool if z3.is_true(model.eval(c(step.nxt), model_completion=True))]
+        if len(keep) == len(pool):
+            return None
+        pool = keep
+    else:
+        return None
+    solver = z3.Solver()
+    solver.set("rlimit", rlimit)
+    solver.add(basic(policy, st), step.input_ok, *[c(st) for c in pool])
+    solver.add(z3.Or(*[b for _, b in step.bad], z3.BoolVal(False)))
+    if solver.check() != z3.unsat:
+        return None
+    final = list(pool)
+    return lambda s: z3.And(*[c(s) for c in final], z3.BoolVal(True))

@@ -11,6 +11,7 @@ it must stay flat (up to the log factor) as k grows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import timeit
 
@@ -33,12 +34,10 @@ def make_case(k: int, seed: int = 7) -> dict[str, object]:
 
 
 def seed_call(case: dict[str, object]) -> None:
-    try:
+    with contextlib.suppress(UnrecoverableCompactionError):
         assert_compaction_safe(case["summary_input"][0], case["tail_start"],  # type: ignore[index]
                                case["recovery_floor_span"], case["prior_truncations"],  # type: ignore[arg-type]
                                case["floor_unit"], case["truncator_unit"])  # type: ignore[arg-type]
-    except UnrecoverableCompactionError:
-        pass
 
 
 def best(stmt: object, number: int) -> float:
@@ -50,7 +49,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="stop at 10,000 intervals")
     args = ap.parse_args()
     sizes = [0, 10, 1_000, 10_000] + ([] if args.quick else [100_000])
-    print(f"{'k':>8} {'seed guard':>12} {'seed profile':>13} {'strict':>12} {'strict/seed':>12} {'strict ns/interval':>19}")
+    print(f"{'k':>8} {'seed guard':>12} {'seed profile':>13} {'strict':>12} {'strict/seed':>12} "
+          f"{'strict ns/interval':>19}")
     for k in sizes:
         case = make_case(k)
         number = max(1, 20_000 // (k + 1))

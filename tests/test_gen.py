@@ -50,6 +50,7 @@ def test_gen_check_detects_a_stale_file(tmp_path: Path, monkeypatch: object) -> 
         (copy / t.path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / t.path, copy / t.path)
     shutil.copy(ROOT / "spec" / "clauses.toml", copy / "spec" / "clauses.toml")
+    shutil.copytree(ROOT / "examples" / "cases", copy / "examples" / "cases")
     monkeypatch.setenv("TAILGUARD_ROOT", str(copy))  # type: ignore[attr-defined]
     assert run_cli("gen", "--check")[0] == 0
     spec_file = copy / "spec" / "clauses.toml"

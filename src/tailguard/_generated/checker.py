@@ -209,7 +209,6 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     v_T = (v_t, v_n)
     v_Phi = (max(0, (v_n - v_F)), v_n)
     v_TRU = _normalize(v_TR)
-    v_covered = _union(_union(_union(_normalize(v_PC), _normalize(v_SP)), _difference(_intersect(_interval(*v_C), _interval(*v_I)), v_TRU)), _difference(_interval(*v_T), v_TRU))
     if 'well_formed' in failed:
         out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:

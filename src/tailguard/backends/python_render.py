@@ -67,8 +67,7 @@ class _Compiler:
                 self.type_of(l) == self.type_of(r) == "interval"
             ):
                 # two intervals are disjoint iff max(lo) >= min(hi) (endpoint form, theorem T2)
-                x, y = self.expr(l), self.expr(r)
-                return f"_disjoint({x}, {y})"
+                return f"_disjoint({self.expr(l)}, {self.expr(r)})"
             case ast.Call(func="empty", args=(x,)):
                 return f"(not {self.as_set(x)})"
             case ast.Call(func="known", args=(x,)):
@@ -220,7 +219,7 @@ def _render_explain(spec: Spec, prof: Profile, out: list[str]) -> None:
     )
     out.append("    out: list[str] = []")
     roots = [p.node for cl in prof.clauses for p in cl.placeholders if p.node]
-    roots += [cl.holds for cl in prof.clauses]
+    roots += [cl.holds for cl in prof.clauses if any(p.source in ("witness", "why") for p in cl.placeholders)]
     for name in _needed_defines(spec, roots):
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"    {_var(name)} = {c.expr(d.node)}")

@@ -200,3 +200,16 @@ def test_the_demonstration_runs(tmp_path: Path) -> None:
     assert "spill policy, attempt 1: refused (no_hole), spilled [0, 48) as sha256:" in out
     assert "spill policy, attempt 2: allowed, compaction recorded" in out
     assert "halt policy: UnrecoverableCompactionError: compaction refused (no_hole); evicted offsets [0, 8)" in out
+
+
+def test_under_the_seed_profile_a_spill_repairs_nothing_so_it_halts() -> None:
+    """Brief 3.d: the seed's guard refuses forever once a truncation meets the floor."""
+    ledger = Ledger(recovery_floor_span=12, unit="turns", profile="seed")
+    ledger.append(48)
+    ledger.truncate(0, 30)
+    store = MemorySpillStore()
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        attempt(ledger, policy="spill", store=store, transcript=lambda: TRANSCRIPT)
+    assert info.value.failed == ("truncation_clear",)
+    assert "but a spill cannot repair truncation_clear" in str(info.value)
+    assert [r.range for r in store.list()] == [(0, 48)]

@@ -29,7 +29,7 @@ class Finding:
 class Event:
     """What a stage did, for event logs: ``truncate`` ranges, ``compact`` ranges."""
 
-    kind: Literal["append", "truncate", "compact"]
+    kind: Literal["append", "truncate", "compact", "attempt"]
     data: tuple[int, ...]
 
 
@@ -139,6 +139,8 @@ def _compact(
         tail = newest_fitting(sizes, stage.keep)
     candidates = state.verbatim[: len(state.verbatim) - tail]
     if not candidates:
+        if events is not None:  # triggered, nothing to summarize: still an attempt
+            events.append(Event("attempt", (state.verbatim[0] if state.verbatim else number,)))
         return []
     found: list[Finding] = []
     seen = candidates
@@ -151,8 +153,8 @@ def _compact(
     state.verbatim = state.verbatim[len(candidates) :]
     state.summary = True
     state.summary_tokens = stage.summary_tokens
-    if events is not None:
-        input_lo = seen[0] if seen else candidates[-1] + 1
+    if events is not None:  # unclipped, the summarizer also sees pinned turns and the old summary
+        input_lo = 0 if len(seen) == len(candidates) else (seen[0] if seen else candidates[-1] + 1)
         events.append(Event("compact", (input_lo, candidates[-1] + 1, candidates[-1] + 1)))
     in_context = set(state.pinned) | set(state.verbatim)
     lost = [j for j in floor_turns(policy, state.sizes) if j not in in_context]

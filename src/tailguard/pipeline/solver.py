@@ -167,11 +167,12 @@ def check_certificate(policy: Policy, width: int, inv_of: Any, rlimit: int) -> s
     return ""
 
 
-def decide(policy: Policy, budget: Budget | None = None) -> Decision:
-    """The verdict for ``policy``: safe (certified), unsafe (replayed trace) or unknown."""
+def decide(policy: Policy, budget: Budget | None = None, *, ignore_static: bool = False) -> Decision:
+    """The verdict for ``policy``: safe (certified), unsafe (replayed trace) or unknown.
+    ``ignore_static`` judges the session dynamics only (used by fix synthesis)."""
     budget = budget or Budget()
     start = time.perf_counter()
-    static = tuple(static_findings(policy))
+    static = () if ignore_static else tuple(static_findings(policy))
     need = needed_window(policy)
     bmc = Bmc(policy, need, budget.rlimit)
 

@@ -1,0 +1,66 @@
+"""``tailguard check-config``: prove a compaction policy safe for every session, or break it.
+
+Exit 0 all safe, 1 any unsafe, 3 any unknown and none unsafe, 2 unusable input
+(``FILE:LINE: key: reason``, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register check-config's options."""
+    parser.add_argument("policies", nargs="+", metavar="POLICY.toml")
+    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    parser.add_argument("--suggest", action="store_true",
+                        help="for each knob, the nearest value that makes the policy safe")
+    parser.add_argument("--emit-trace", metavar="FILE",
+                        help="write the failing session as a JSONL event log for `tailguard audit`")
+    parser.add_argument("--depth", type=int, default=150, help="bounded-search depth budget")
+    parser.add_argument("--spacer-ms", type=int, default=20_000,
+                        help="invariant-search time budget per policy (ms)")
+
+
+def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """Check every policy; print the report; return the exit code."""
+    from tailguard.pipeline.policy import PolicyError, load_policy
+
+    try:
+        policies = [load_policy(p) for p in args.policies]
+    except PolicyError as exc:
+        print(f"tailguard check-config: {exc}", file=stderr)
+        return 2
+    if args.depth < 1 or args.spacer_ms < 1:
+        print("tailguard check-config: --depth and --spacer-ms must be >= 1", file=stderr)
+        return 2
+    from tailguard.pipeline.report import Report, render_json, render_sarif, render_text
+    from tailguard.pipeline.solver import Budget, decide
+    from tailguard.pipeline.suggest import suggest
+    from tailguard.pipeline.trace import render_jsonl, session_events
+
+    budget = Budget(depth=args.depth, spacer_ms=args.spacer_ms)
+    reports: list[Report] = []
+    for policy in policies:
+        decision = decide(policy, budget)
+        extra = suggest(policy, budget) if args.suggest and decision.verdict != "safe" else []
+        reports.append(Report(policy, decision, extra))
+    if args.emit_trace:
+        failing = next((r for r in reports if r.decision.trace), None)
+        if failing is None:
+            print("tailguard check-config: no failing session to emit", file=stderr)
+        else:
+            events = session_events(failing.policy, list(failing.decision.trace))
+            try:
+                Path(args.emit_trace).write_text(render_jsonl(events), encoding="utf-8")
+            except OSError as exc:
+                print(f"tailguard check-config: {args.emit_trace}: {exc.strerror}", file=stderr)
+                return 2
+    render = {"text": render_text, "json": render_json, "sarif": render_sarif}[args.format]
+    stdout.write(render(reports))
+    verdicts = {r.decision.verdict for r in reports}
+    if "unsafe" in verdicts:
+        return 1
+    return 3 if "unknown" in verdicts else 0

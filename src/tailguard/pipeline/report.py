@@ -1,0 +1,161 @@
+"""Rendering of check-config results: text (linter style), JSON and SARIF 2.1.0."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tailguard.pipeline.model import Finding
+from tailguard.pipeline.policy import Compact, Policy, Truncate
+from tailguard.pipeline.solver import Decision
+
+RULES: dict[str, str] = {
+    "hole": "a turn leaves the context without ever being summarized",
+    "floor": "a compaction leaves part of the recovery floor out of the context",
+    "overflow": "the context stays over a truncate limit with nothing left to drop",
+    "unenforceable": "the recovery floor's unit differs from a truncator's unit",
+    "unknown": "the checker ran out of budget before deciding",
+}
+
+HINTS: dict[str, str] = {
+    "hole": "compact earlier (lower the trigger), raise the limit, or lift input_limit",
+    "floor": "keep at least the floor verbatim (raise keep) or lower the floor",
+    "overflow": "raise the limit or shrink what cannot be dropped (base, pinned, summary)",
+    "unenforceable": "express the floor in the truncator's unit",
+}
+
+
+@dataclass
+class Report:
+    """One policy's result, with optional fix suggestions (``suggest.Suggestion`` dicts)."""
+
+    policy: Policy
+    decision: Decision
+    suggestions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def describe_stage(policy: Policy, index: int) -> str:
+    """``stage 0 (truncate tokens > 160000, line 9)``."""
+    if not 0 <= index < len(policy.stages):
+        return "the policy"
+    s = policy.stages[index]
+    if isinstance(s, Truncate):
+        what = f"truncate {s.unit} > {s.limit}"
+    else:
+        assert isinstance(s, Compact)
+        what = f"compact at {s.trigger} {s.trigger_unit}, keep {s.keep} {s.keep_unit}"
+    return f"stage {index} ({what}, line {s.line})"
+
+
+def _ranges(offsets: tuple[int, ...]) -> str:
+    if not offsets:
+        return ""
+    return f"turns [{offsets[0]}, {offsets[-1] + 1})"
+
+
+def explain(policy: Policy, f: Finding) -> str:
+    """One sentence: what breaks, where."""
+    where = describe_stage(policy, f.stage)
+    if f.kind == "unenforceable":
+        return f"{where}: the floor is {policy.floor} {policy.floor_unit} but this stage " \
+               f"truncates in another unit, so no truncation can honour it"
+    if f.kind == "hole":
+        verb = "drops" if isinstance(policy.stages[f.stage], Truncate) else "hides from the summarizer"
+        return f"{where} {verb} {_ranges(f.offsets)} after append {f.step}: never summarized"
+    if f.kind == "floor":
+        return f"{where} after append {f.step} leaves floor {_ranges(f.offsets)} out of the " \
+               f"context (floor {policy.floor} {policy.floor_unit})"
+    return f"{where} after append {f.step}: {f.detail} with nothing left to drop"
+
+
+def to_json(r: Report) -> dict[str, Any]:
+    """The stable JSON shape: verdict and findings, plus how it was decided."""
+    d = r.decision
+    findings = [
+        {"kind": f.kind, "stage": f.stage, "trace": [] if f.kind == "unenforceable" else list(d.trace),
+         "explanation": explain(r.policy, f), "line": r.policy.stages[f.stage].line
+         if 0 <= f.stage < len(r.policy.stages) else 1}
+        for f in d.findings
+    ]
+    out: dict[str, Any] = {"file": r.policy.file, "name": r.policy.name, "verdict": d.verdict,
+                           "findings": findings, "method": d.method,
+                           "seconds": round(d.seconds, 3)}
+    if d.detail:
+        out["unknown_reason" if d.verdict == "unknown" else "detail"] = d.detail
+    if r.suggestions:
+        out["suggestions"] = r.suggestions
+    return out
+
+
+def render_text(reports: list[Report]) -> str:
+    """Linter-style text: ``FILE:LINE: kind: explanation`` then the session and the fix."""
+    lines: list[str] = []
+    for r in reports:
+        d, p = r.decision, r.policy
+        if d.verdict == "safe":
+            lines.append(f"{p.file}: safe: {p.name}: no session of any length loses a turn "
+                         f"({d.method}, {d.seconds:.2f}s)")
+        elif d.verdict == "unknown":
+            lines.append(f"{p.file}:1: unknown: {p.name}: {d.detail}")
+        for f in d.findings:
+            line = p.stages[f.stage].line if 0 <= f.stage < len(p.stages) else 1
+            lines.append(f"{p.file}:{line}: {f.kind}: {explain(p, f)}")
+            if f.kind != "unenforceable" and d.trace:
+                lines.append(f"  session ({len(d.trace)} appends, tokens each): {_trace(d.trace)}")
+            lines.append(f"  fix: {HINTS[f.kind]}")
+        for s in r.suggestions:
+            lines.append(f"  suggest: {s['text']}")
+    return "\n".join(lines) + "\n"
+
+
+def _trace(trace: tuple[int, ...]) -> str:
+    parts: list[str] = []
+    i = 0
+    while i < len(trace):
+        j = i
+        while j < len(trace) and trace[j] == trace[i]:
+            j += 1
+        parts.append(f"{trace[i]}" if j - i == 1 else f"{trace[i]} x{j - i}")
+        i = j
+    return ", ".join(parts)
+
+
+def render_json(reports: list[Report]) -> str:
+    """An object for one policy, a list for several."""
+    data: Any = [to_json(r) for r in reports]
+    return json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n"
+
+
+def render_sarif(reports: list[Report]) -> str:
+    """SARIF 2.1.0, one result per finding, located at the faulty stage's line."""
+    results: list[dict[str, Any]] = []
+    for r in reports:
+        found = list(r.decision.findings)
+        for f in found:
+            line = r.policy.stages[f.stage].line if 0 <= f.stage < len(r.policy.stages) else 1
+            results.append(_result(r.policy.file, line, f.kind, "error", explain(r.policy, f)))
+        if r.decision.verdict == "unknown":
+            results.append(_result(r.policy.file, 1, "unknown", "warning", r.decision.detail))
+    sarif = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "tailguard check-config",
+                "informationUri": "https://example.invalid/tailguard/docs/check-config.md",
+                "rules": [{"id": k, "shortDescription": {"text": v}} for k, v in RULES.items()],
+            }},
+            "results": results,
+        }],
+    }
+    return json.dumps(sarif, indent=2) + "\n"
+
+
+def _result(file: str, line: int, rule: str, level: str, text: str) -> dict[str, Any]:
+    return {
+        "ruleId": rule, "level": level, "message": {"text": text},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": file}, "region": {"startLine": max(1, line)},
+        }}],
+    }

@@ -1,0 +1,96 @@
+"""Fix synthesis: for each knob, the nearest value that makes the policy safe.
+
+Each knob is moved alone, in the direction that can help, by doubling steps until a
+safe value appears, then by bisection to an adjacent pair: the suggested value is
+re-verified safe and the value one step beyond is shown unsafe (both by the full
+engine, so the boundary is exact). Bisection finds the boundary nearest the current
+value when the verdict is monotone in the knob between them; the checked pair is
+reported either way. Unit mismatches (``unenforceable``) are not numeric: the
+numeric search judges the session dynamics only, and the unit fix is stated apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tailguard.pipeline.policy import Compact, Policy, Truncate
+from tailguard.pipeline.solver import Budget, decide
+
+
+def _knobs(policy: Policy) -> list[tuple[str, int | None, str, int, int, int]]:
+    """(knob, stage, dotted key, current, direction, far bound) for every repair knob."""
+    far = 4 * policy.turn_max + 1000
+    out: list[tuple[str, int | None, str, int, int, int]] = []
+    for i, s in enumerate(policy.stages):
+        if isinstance(s, Truncate):
+            out.append(("limit", i, f"stage.{i}.limit", s.limit, +1, 4 * s.limit + far))
+        else:
+            assert isinstance(s, Compact)
+            out.append(("trigger", i, f"stage.{i}.trigger", s.trigger, -1, 0))
+            out.append(("keep", i, f"stage.{i}.keep", s.keep, +1, 4 * s.keep + far))
+            out.append(("keep", i, f"stage.{i}.keep", s.keep, -1, 0))
+            if s.input_limit > 0:
+                out.append(("input_limit", i, f"stage.{i}.input_limit", s.input_limit, +1,
+                            4 * s.input_limit + far))
+    out.append(("floor", None, "floor", policy.floor, -1, 0))
+    out.append(("turn_max", None, "turn_tokens", policy.turn_max, -1, policy.turn_min))
+    return out
+
+
+def suggest(policy: Policy, budget: Budget | None = None) -> list[dict[str, Any]]:
+    """Suggestions as JSON-ready dicts (``text`` is the human sentence)."""
+    budget = budget or Budget(depth=60, spacer_ms=5000)
+    cache: dict[tuple[str, int | None, int], str] = {}
+    out: list[dict[str, Any]] = []
+    if any(isinstance(s, Truncate) and s.unit != policy.floor_unit for s in policy.stages):
+        units = {s.unit for s in policy.stages if isinstance(s, Truncate)}
+        out.append({"knob": "floor_unit", "line": policy.line_of("floor_unit"),
+                    "text": f"floor_unit: use {' or '.join(sorted(units))} (the truncator's unit);"
+                            " a floor in another unit cannot be enforced"})
+    for knob, stage, key, current, direction, bound in _knobs(policy):
+
+        def verdict(value: int, knob: str = knob, stage: int | None = stage) -> str:
+            probe = (knob, stage, value)
+            if probe not in cache:
+                cache[probe] = decide(policy.with_knob(knob, value, stage), budget,
+                                      ignore_static=True).verdict
+            return cache[probe]
+
+        found = _boundary(verdict, current, direction, bound)
+        if found is None:
+            continue
+        safe_value, beyond, beyond_verdict = found
+        text = f"{key}: {current} -> {safe_value} (verified safe; {beyond} is {beyond_verdict})"
+        out.append({"knob": key, "line": policy.line_of(key), "from": current, "to": safe_value,
+                    "beyond": beyond, "beyond_verdict": beyond_verdict, "text": text})
+    return out
+
+
+def _boundary(
+    verdict: Callable[[int], str], current: int, direction: int, bound: int
+) -> tuple[int, int, str] | None:
+    """Adjacent (safe, beyond) pair from ``current`` towards ``bound``, or ``None``."""
+    if verdict(current) == "safe":
+        return None
+    last_bad, step = current, 1
+    while True:
+        probe = current + direction * step
+        if (probe - bound) * direction > 0:
+            probe = bound
+        if probe < 0 or probe == last_bad:
+            return None
+        if verdict(probe) == "safe":
+            break
+        last_bad = probe
+        if probe == bound:
+            return None
+        step *= 2
+    good = probe
+    while abs(good - last_bad) > 1:
+        mid = (good + last_bad) // 2
+        if verdict(mid) == "safe":
+            good = mid
+        else:
+            last_bad = mid
+    return good, last_bad, verdict(last_bad)

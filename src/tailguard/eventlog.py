@@ -208,10 +208,8 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
         except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
             if not raw.strip():
                 continue
-            if isinstance(exc, json.JSONDecodeError):
-                reason = f"{exc.msg} at column {exc.pos + 1}"
-            else:
-                reason = str(exc)
+            is_json = isinstance(exc, json.JSONDecodeError)
+            reason = f"{exc.msg} at column {exc.pos + 1}" if is_json else str(exc)
             raise EventLogError(source, lineno, "line", f"not valid JSON ({reason})") from None
         except RecursionError:
             raise EventLogError(source, lineno, "line", "JSON nested too deeply") from None

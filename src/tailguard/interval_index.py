@@ -33,20 +33,21 @@ class IntervalUnion:
     (False, True, [(4, 5), (9, 10)])
     """
 
-    __slots__ = ("_his", "_los")
+    __slots__ = ("his", "los")
 
     def __init__(self) -> None:
-        self._los: list[int] = []
-        self._his: list[int] = []
+        #: starts and ends of the merged ranges, both ascending; read them, never write
+        self.los: list[int] = []
+        self.his: list[int] = []
 
     def __len__(self) -> int:
-        return len(self._los)
+        return len(self.los)
 
     def __bool__(self) -> bool:
-        return bool(self._los)
+        return bool(self.los)
 
     def __iter__(self) -> Iterator[Pair]:
-        return zip(self._los, self._his, strict=True)
+        return zip(self.los, self.his, strict=True)
 
     def __repr__(self) -> str:
         return f"IntervalUnion({list(self)!r})"
@@ -55,7 +56,7 @@ class IntervalUnion:
         """Add ``[lo, hi)``, merging with every range it touches or overlaps."""
         if lo >= hi:
             return
-        los, his = self._los, self._his
+        los, his = self.los, self.his
         # ranges [i, j) touch [lo, hi): his[i] >= lo and los[j-1] <= hi
         i = bisect_left(his, lo)
         j = bisect_right(los, hi, i)
@@ -72,7 +73,7 @@ class IntervalUnion:
         """Subtract ``[lo, hi)``."""
         if lo >= hi:
             return
-        los, his = self._los, self._his
+        los, his = self.los, self.his
         # ranges [i, j) overlap [lo, hi): his[i] > lo and los[j-1] < hi
         i = bisect_right(his, lo)
         j = bisect_left(los, hi, i)
@@ -91,24 +92,24 @@ class IntervalUnion:
 
     def intersects(self, lo: int, hi: int) -> bool:
         """Whether ``[lo, hi)`` shares an offset with the union (empty ranges never do)."""
-        if lo >= hi or not self._los:
+        if lo >= hi or not self.los:
             return False
-        i = bisect_right(self._his, lo)
-        return i < len(self._los) and self._los[i] < hi
+        i = bisect_right(self.his, lo)
+        return i < len(self.los) and self.los[i] < hi
 
     def covers(self, lo: int, hi: int) -> bool:
         """Whether ``[lo, hi)`` lies inside the union (empty ranges always do)."""
         if lo >= hi:
             return True
-        i = bisect_right(self._los, lo) - 1
-        return i >= 0 and self._his[i] >= hi
+        i = bisect_right(self.los, lo) - 1
+        return i >= 0 and self.his[i] >= hi
 
     def gaps(self, lo: int, hi: int) -> list[Pair]:
         """``[lo, hi)`` minus the union, as maximal ranges; O(log k + output)."""
         out: list[Pair] = []
         if lo >= hi:
             return out
-        los, his = self._los, self._his
+        los, his = self.los, self.his
         i = bisect_right(his, lo)
         cur = lo
         n = len(los)
@@ -126,7 +127,7 @@ class IntervalUnion:
         out: list[Pair] = []
         if lo >= hi:
             return out
-        los, his = self._los, self._his
+        los, his = self.los, self.his
         i = bisect_right(his, lo)
         n = len(los)
         while i < n and los[i] < hi:
@@ -136,11 +137,11 @@ class IntervalUnion:
 
     def first(self) -> Pair | None:
         """The lowest range, or ``None`` when empty."""
-        return (self._los[0], self._his[0]) if self._los else None
+        return (self.los[0], self.his[0]) if self.los else None
 
     def last(self) -> Pair | None:
         """The highest range, or ``None`` when empty."""
-        return (self._los[-1], self._his[-1]) if self._los else None
+        return (self.los[-1], self.his[-1]) if self.los else None
 
 
 class Staircase:

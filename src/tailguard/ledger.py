@@ -32,7 +32,7 @@ Standard library only: this module is on the runtime path.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 from tailguard._generated.checker import CLAUSES, UNITS, Decision
@@ -227,6 +227,14 @@ class LedgerCore:
             return self._seed(tail_start, summary_input[0])
         raise ValueError(f"unknown profile {profile!r}; known: {sorted(PROFILES)}")
 
+    def decider(self, profile: str) -> Callable[[int, Pair, Pair], Decision]:
+        """``decide`` with the profile bound (one dispatch less on the hot path)."""
+        if profile == "strict":
+            return self._strict
+        if profile == "seed":
+            return lambda t, i, c: self._seed(t, i[0])
+        raise ValueError(f"unknown profile {profile!r}; known: {sorted(PROFILES)}")
+
     def _seed(self, t: int, a: int) -> Decision:
         if self.floor_unit != self.truncator_unit:
             return Decision("refuse", ("units_agree",), ())
@@ -271,11 +279,20 @@ class LedgerCore:
         return out
 
     def _strict(self, t: int, summary_input: Pair, summary_covers: Pair) -> Decision:
-        if not self.well_formed(t, summary_input, summary_covers):
-            return _WELL_FORMED
         n = self.n
         a, b = summary_input
         c, d = summary_covers
+        if not (
+            0 <= t <= n
+            and 0 <= a <= b <= n
+            and 0 <= c <= d <= n
+            and self._min_lo >= 0
+            and self._max_hi <= n
+            and self.F >= 0
+            and self._units_known
+            and not self.reversed
+        ):  # n >= 0 follows from 0 <= t <= n
+            return _WELL_FORMED
         failed: list[str] = []
         if self.floor_unit != self.truncator_unit:
             failed.append("units_agree")
@@ -286,25 +303,31 @@ class LedgerCore:
             if not t <= phi:
                 failed.append("floor_in_tail")
         tru = self.truncated
-        if tru and t < n and tru.intersects(t, n):
+        # every truncation lies in [0, n] here, so only the highest end can reach [t, n)
+        if tru and t < n and tru.his[-1] > t:
             failed.append("tail_intact")
         if t != 0 and d < t:
             failed.append("seam_contiguous")
         if c < d and not (a <= c and d <= b and not tru.intersects(c, d)):
             failed.append("summary_honest")
+        # no_hole: holes = lost | (([0, n) \ R) \ (X | T)) with X = C & I, T = [t, n)
         x_lo = a if a > c else c
         x_hi = b if b < d else d
         holes: tuple[Pair, ...] = ()
         lost = self.lost
         rec = self.recovered
-        if not lost and (t == 0 or (x_lo <= 0 < x_hi and x_hi >= t)):
-            pass  # nothing lost and X | T is all of [0, n)
+        if lost:
+            hole = True
+        elif x_lo >= x_hi:  # X empty: X | T = [t, n)
+            hole = t > 0 and not rec.covers(0, t)
+        elif x_lo <= t <= x_hi:  # X | T = [x_lo, n)
+            hole = x_lo > 0 and not rec.covers(0, x_lo)
         else:
-            outside = self._uncovered_outside(t, x_lo, x_hi)
-            if lost or not all(rec.covers(lo, hi) for lo, hi in outside):
-                failed.append("no_hole")
-                gaps = [g for lo, hi in outside for g in rec.gaps(lo, hi)]
-                holes = tuple(normalize([*lost, *gaps]) if lost and gaps else (list(lost) or gaps))
+            hole = not all(rec.covers(lo, hi) for lo, hi in self._uncovered_outside(t, x_lo, x_hi))
+        if hole:
+            failed.append("no_hole")
+            gaps = [g for lo, hi in self._uncovered_outside(t, x_lo, x_hi) for g in rec.gaps(lo, hi)]
+            holes = tuple(normalize([*lost, *gaps]) if lost and gaps else (list(lost) or gaps))
         if not failed:
             return _ALLOW
         return Decision("refuse", tuple(failed), holes)
@@ -522,6 +545,7 @@ summarized or spilled
         self._core = LedgerCore(
             recovery_floor_span, fu, tu, keep_history=keep_history, track_origins=True
         )
+        self._decide = self._core.decider(profile)
         self._line = 1
         self._writer = EventWriter(log, flush=flush) if log is not None else None
         if self._writer is not None:
@@ -580,8 +604,11 @@ summarized or spilled
     ) -> Decision:
         """Decide a compaction without recording it."""
         i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
-        _int(tail_start, "tail_start")
-        return self._core.decide(profile or self.profile, tail_start, i, c)
+        if type(tail_start) is not int:
+            _int(tail_start, "tail_start")
+        if profile is None:
+            return self._decide(tail_start, i, c)
+        return self._core.decide(profile, tail_start, i, c)
 
     def explain(
         self,
@@ -639,6 +666,9 @@ def _int(value: object, field: str) -> int:
 
 
 def _pair(value: object, field: str) -> Pair:
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is int \
+            and type(value[1]) is int:
+        return value
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise TypeError(f"{field}: expected a pair (lo, hi), got {value!r}")
     return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))

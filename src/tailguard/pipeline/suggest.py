@@ -40,7 +40,7 @@ def _knobs(policy: Policy) -> list[tuple[str, int | None, str, int, int, int]]:
 
 def suggest(policy: Policy, budget: Budget | None = None) -> list[dict[str, Any]]:
     """Suggestions as JSON-ready dicts (``text`` is the human sentence)."""
-    budget = budget or Budget(depth=60, spacer_ms=5000)
+    budget = budget or Budget(depth=40, quick_depth=12, spacer_ms=1500, mid_seconds=0.5)
     cache: dict[tuple[str, int | None, int], str] = {}
     out: list[dict[str, Any]] = []
     if any(isinstance(s, Truncate) and s.unit != policy.floor_unit for s in policy.stages):

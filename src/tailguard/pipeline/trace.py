@@ -16,7 +16,7 @@ from typing import Any
 from tailguard.pipeline.model import Event, State, floor_turns, step
 from tailguard.pipeline.policy import Policy
 
-MAX_EXTENSION = 10_000
+MAX_EXTENSION = 1_000
 
 
 def session_events(policy: Policy, trace: list[int]) -> list[dict[str, Any]]:

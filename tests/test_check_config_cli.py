@@ -1,0 +1,95 @@
+"""``tailguard check-config``: exit codes, JSON/SARIF shapes, event logs the audit judges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli_helpers import run_cli
+
+EX = Path(__file__).resolve().parents[1] / "examples" / "policies"
+SEED, REPAIRED = str(EX / "seed-incident.toml"), str(EX / "seed-repaired.toml")
+OPENHANDS = str(EX / "openhands-window-then-summarizer.toml")
+
+
+def test_safe_exit_0_and_json_object() -> None:
+    code, out, _ = run_cli("check-config", "--format", "json", REPAIRED)
+    assert code == 0
+    data = json.loads(out)
+    assert data["verdict"] == "safe" and data["findings"] == []
+
+
+def test_unsafe_exit_1_json_list_for_several() -> None:
+    code, out, _ = run_cli("check-config", "--format", "json", SEED, REPAIRED)
+    assert code == 1
+    seed, repaired = json.loads(out)
+    assert (seed["verdict"], repaired["verdict"]) == ("unsafe", "safe")
+    kinds = {(f["kind"], f["stage"]) for f in seed["findings"]}
+    assert kinds == {("unenforceable", 0), ("hole", 0)}
+    hole = next(f for f in seed["findings"] if f["kind"] == "hole")
+    assert len(hole["trace"]) == 9 and hole["explanation"]
+
+
+def test_unknown_exit_3_names_budget() -> None:
+    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5",
+                           "--spacer-ms", "1", OPENHANDS)
+    assert code == 3
+    data = json.loads(out)
+    assert data["verdict"] == "unknown" and "budget" in data["unknown_reason"]
+
+
+def test_bad_input_exit_2_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('turn_tokens = [1, 5]\nfloor = 2\nfloor_unit = "turn"\n', encoding="utf-8")
+    code, out, err = run_cli("check-config", str(bad))
+    assert code == 2 and out == ""
+    assert f"{bad}:3: floor_unit: unit must be" in err and "Traceback" not in err
+    code, _, err = run_cli("check-config", str(tmp_path / "missing.toml"))
+    assert code == 2 and "missing.toml:0: file:" in err
+
+
+def test_sarif_points_at_stage_line() -> None:
+    code, out, _ = run_cli("check-config", "--format", "sarif", SEED)
+    assert code == 1
+    sarif = json.loads(out)
+    assert sarif["version"] == "2.1.0"
+    regions = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+               for r in sarif["runs"][0]["results"]}
+    assert regions == {("unenforceable", 9), ("hole", 9)}
+
+
+def test_text_reads_like_a_linter() -> None:
+    code, out, _ = run_cli("check-config", SEED)
+    assert code == 1
+    assert f"{SEED}:9: hole: stage 0 (truncate tokens > 160000, line 9) drops" in out
+    assert "session (9 appends" in out and "fix:" in out
+
+
+def test_emitted_trace_makes_the_audit_report_the_loss(tmp_path: Path) -> None:
+    for policy in sorted(EX.glob("*.toml")):
+        log = tmp_path / f"{policy.stem}.jsonl"
+        code, _, _ = run_cli("check-config", "--emit-trace", str(log), str(policy))
+        if code == 0:
+            assert not log.exists()
+            continue
+        header = json.loads(log.read_text(encoding="utf-8").splitlines()[0])
+        assert header["event"] == "session" and header["unit"] == "turns"
+        code, out, _ = run_cli("audit", str(log))
+        assert code == 1, out
+        assert "no_hole" in out or "floor_in" in out
+
+
+def test_suggest_boundary_is_exact(tmp_path: Path) -> None:
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        'turn_tokens = [1, 3]\nfloor = 2\nfloor_unit = "tokens"\n'
+        '[[stage]]\nkind = "truncate"\nunit = "tokens"\nlimit = 12\n'
+        '[[stage]]\nkind = "compact"\ntrigger_unit = "tokens"\ntrigger = 11\n'
+        'keep_unit = "turns"\nkeep = 2\nsummary_tokens = 1\n', encoding="utf-8")
+    code, out, _ = run_cli("check-config", "--format", "json", "--suggest", str(policy))
+    assert code == 1
+    by_knob = {s["knob"]: s for s in json.loads(out)["suggestions"]}
+    trig = by_knob["stage.1.trigger"]
+    assert (trig["to"], trig["beyond"], trig["beyond_verdict"]) == (10, 11, "unsafe")
+    limit = by_knob["stage.0.limit"]
+    assert (limit["to"], limit["beyond"]) == (13, 12)

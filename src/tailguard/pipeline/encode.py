@@ -113,6 +113,12 @@ def occupancy(policy: Policy, st: AState, unit: str) -> Z:
     return policy.base_tokens + st.sc + st.P + st.S
 
 
+def floor_lost(tail_turns: Z, tail_tokens: Z, floor: Z, unit: str) -> Z:
+    """At a clean compaction that summarizes at least one turn, the floor is violated
+    iff the tail is shorter than the floor (proved: ``proofs/pipeline.py`` P1, P2)."""
+    return tail_turns < floor if unit == "turns" else tail_tokens < floor
+
+
 def encode_step(policy: Policy, st: AState, x: Z, tag: str) -> Step:
     """Encode append of ``x`` then every stage; ``tag`` names fresh variables."""
     width = len(st.w)
@@ -138,7 +144,7 @@ def encode_step(policy: Policy, st: AState, x: Z, tag: str) -> Step:
         inputs += extra
         input_ok += ok
         fire = z3.And(occupancy(policy, cur, stage.trigger_unit) >= stage.trigger, kt < cur.L)
-        loss = kt < policy.floor if policy.floor_unit == "turns" else total < policy.floor
+        loss = floor_lost(kt, total, policy.floor, policy.floor_unit)
         if stage.input_limit > 0:
             loss = z3.Or(loss, cur.S - total > stage.input_limit)
         bad.append((i, z3.And(*conds, fire, loss)))

@@ -40,6 +40,16 @@ def _prove(negation: Any, hyps: Any, names: list[Any]) -> Result:
     return Result("unknown", detail=f"rlimit {DEFAULT_RLIMIT}: {s.reason_unknown()}")
 
 
+def _prove_iff(lost: Callable[[Any], Any], var: Any, witness: Any, check: Any, hyps: Any,
+               names: list[Any]) -> Result:
+    """``(∃ v. lost(v)) ⟺ check`` without quantifiers: ``lost(v) ⇒ check`` for a free
+    ``v``, and ``check ⇒ lost(witness)`` (the newest turn out of the context)."""
+    forward = _prove(z3.And(lost(var), z3.Not(check)), hyps, [*names, var])
+    if forward.status != "proved":
+        return forward
+    return _prove(z3.And(check, z3.Not(lost(witness))), hyps, names)
+
+
 @theorem(id="P1", title="turn floor at a compaction",
          statement="After a clean compaction that summarizes at least one turn, some turn of "
                    "the newest F (not pinned) is out of the context iff the tail holds < F turns.")
@@ -47,9 +57,12 @@ def p1_floor_turns(check: FloorCheck = floor_lost) -> Result:
     n, kf, s0, kt, f, j = z3.Ints("n keep_first tail0 tail_turns F j")
     hyps = z3.And(kf >= 0, kf <= s0, s0 < n - kt, kt >= 0, f >= 0)
     window_lo = z3.If(n - f > 0, n - f, 0)
-    lost = z3.Exists([j], z3.And(window_lo <= j, j < n, j >= kf, j < n - kt))
-    claim = lost == check(kt, z3.IntVal(0), f, "turns")
-    return _prove(z3.Not(claim), hyps, [n, kf, s0, kt, f])
+
+    def lost(v: Any) -> Any:
+        return z3.And(window_lo <= v, v < n, v >= kf, v < n - kt)
+
+    return _prove_iff(lost, j, n - kt - 1, check(kt, z3.IntVal(0), f, "turns"), hyps,
+                      [n, kf, s0, kt, f])
 
 
 @theorem(id="P2", title="token floor at a compaction",
@@ -59,10 +72,12 @@ def p1_floor_turns(check: FloorCheck = floor_lost) -> Result:
 def p2_floor_tokens(check: FloorCheck = floor_lost) -> Result:
     h, pinned, t, c, f, y = z3.Ints("history pinned tail_tokens newest_candidate F y")
     hyps = z3.And(c >= 1, t >= 0, f >= 0, pinned >= 0, pinned <= h - t - c)
-    # out of the context: tokens [pinned, h - t), tiled by turns of >= 1 token
-    lost = z3.Exists([y], z3.And(pinned <= y, y < h - t, h - f <= y, y < h))
-    claim = lost == check(z3.IntVal(0), t, f, "tokens")
-    return _prove(z3.Not(claim), hyps, [h, pinned, t, c, f])
+
+    def lost(v: Any) -> Any:  # out of the context: tokens [pinned, h - t), in turns >= 1 token
+        return z3.And(pinned <= v, v < h - t, h - f <= v, v < h)
+
+    return _prove_iff(lost, y, h - t - 1, check(z3.IntVal(0), t, f, "tokens"), hyps,
+                      [h, pinned, t, c, f])
 
 
 @theorem(id="P3", title="keep-in-tokens window is exact",

@@ -82,14 +82,14 @@ def basic(policy: Policy, st: AState) -> Z:
     """Facts every reachable state meets (proved inductive per policy by the solver)."""
     lo, hi, width = policy.turn_min, policy.turn_max, len(st.w)
     facts = [
-        st.p >= 0, st.p <= policy.keep_first, st.P >= st.p * lo, st.P <= st.p * hi,
+        st.p >= 0, st.p <= policy.keep_first, st.p * lo <= st.P, st.p * hi >= st.P,
         z3.Or(st.sc == 0, *[st.sc == s.summary_tokens for s in policy.stages
                               if isinstance(s, Compact)]),
         st.L >= 0, z3.Implies(st.p < policy.keep_first, z3.And(st.L == 0, st.sc == 0)),
     ]
     for i, wi in enumerate(st.w):
         facts.append(z3.If(i < st.L, z3.And(wi >= lo, wi <= hi), wi == 0))
-    m = z3.If(st.L < width, st.L, width)
+    m = z3.If(width > st.L, st.L, width)
     rest = st.S - z3.Sum([*st.w, z3.IntVal(0)])
     facts += [rest >= (st.L - m) * lo, rest <= (st.L - m) * hi]
     return z3.And(*facts)
@@ -164,7 +164,7 @@ def _tail(policy: Policy, stage: Compact, st: AState, tag: str) -> tuple[Z, Z, l
     for wi in st.w:
         prefix.append(prefix[-1] + wi)
     if stage.keep_unit == "turns":
-        kt = z3.If(st.L < stage.keep, st.L, stage.keep)
+        kt = z3.If(stage.keep > st.L, st.L, stage.keep)
         inside = z3.Sum([z3.If(j < kt, wj, 0) for j, wj in enumerate(st.w)] + [z3.IntVal(0)])
         if stage.keep <= width:
             return kt, inside, [], []
@@ -178,7 +178,7 @@ def _tail(policy: Policy, stage: Compact, st: AState, tag: str) -> tuple[Z, Z, l
     if width * lo > stage.keep:
         return fits, inside, [], []
     k2, t2 = z3.Int(f"{tag}_k"), z3.Int(f"{tag}_t")
-    open_ = z3.And(fits == width, st.L > width)
+    open_ = z3.And(fits == width, width < st.L)
     more = k2 - width
     ok = z3.Implies(open_, z3.And(
         k2 >= width, k2 <= st.L, t2 - inside >= more * lo, t2 - inside <= more * hi,

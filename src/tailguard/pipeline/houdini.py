@@ -14,7 +14,7 @@ from typing import Any
 import z3
 
 from tailguard.pipeline.encode import AState, basic, encode_step, fresh_state, init_state, occupancy
-from tailguard.pipeline.policy import Compact, Policy, Truncate
+from tailguard.pipeline.policy import Policy, Truncate
 
 Lemma = Callable[[AState], Any]
 
@@ -35,10 +35,23 @@ def candidates(policy: Policy) -> list[Lemma]:
     out: list[Lemma] = []
     for unit, values in bounds.items():
         for value in sorted(values):
-            out.append(lambda st, u=unit, v=value: occupancy(policy, st, u) <= v)
-            out.append(lambda st, u=unit, v=value: z3.Or(st.sc > 0, occupancy(policy, st, u) <= v))
-            out.append(lambda st, u=unit, v=value: z3.Or(st.sc == 0, occupancy(policy, st, u) <= v))
+            for guard in ("always", "no summary", "summary"):
+                out.append(_bound(policy, unit, value, guard))
     return out
+
+
+def _bound(policy: Policy, unit: str, value: int, guard: str) -> Lemma:
+    """``occupancy(unit) <= value``, optionally only without / with a summary."""
+
+    def lemma(st: AState) -> Any:
+        holds = occupancy(policy, st, unit) <= value
+        if guard == "no summary":
+            return z3.Or(st.sc > 0, holds)
+        if guard == "summary":
+            return z3.Or(st.sc == 0, holds)
+        return holds
+
+    return lemma
 
 
 def houdini(policy: Policy, width: int, rlimit: int, rounds: int = 60) -> Lemma | None:

@@ -133,10 +133,8 @@ def _compact(
     if state.occupancy(policy, stage.trigger_unit) < stage.trigger:
         return []
     sizes = [state.sizes[j] for j in state.verbatim]
-    if stage.keep_unit == "turns":
-        tail = min(stage.keep, len(sizes))
-    else:
-        tail = newest_fitting(sizes, stage.keep)
+    by_turns = stage.keep_unit == "turns"
+    tail = min(stage.keep, len(sizes)) if by_turns else newest_fitting(sizes, stage.keep)
     candidates = state.verbatim[: len(state.verbatim) - tail]
     if not candidates:
         if events is not None:  # triggered, nothing to summarize: still an attempt

@@ -71,7 +71,9 @@ class Policy:
         if stage is None:
             if knob == "turn_max":
                 return replace(self, turn_max=value)
-            return replace(self, **{knob: value})
+            if knob == "floor":
+                return replace(self, floor=value)
+            raise ValueError(f"unknown policy knob {knob!r}")
         stages = list(self.stages)
         stages[stage] = replace(stages[stage], **{knob: value})  # type: ignore[arg-type]
         return replace(self, stages=tuple(stages))

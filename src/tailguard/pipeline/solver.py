@@ -71,7 +71,7 @@ class Bmc:
         self.xs: list[Any] = []
         self.depth = 0
 
-    def deepen(self) -> tuple[int, ...] | None | Literal["unknown"]:
+    def deepen(self) -> tuple[int, ...] | Literal["unknown"] | None:
         """Try one more step; a trace, ``None`` (no finding at this depth) or unknown."""
         self.depth += 1
         if len(self.state.w) < min(self.width, self.depth):  # d appends: at most d turns
@@ -179,7 +179,7 @@ def decide(policy: Policy, budget: Budget | None = None, *, ignore_static: bool 
     def done(verdict: Verdict, found: tuple[Finding, ...], **kw: Any) -> Decision:
         return Decision(verdict, static + found, seconds=time.perf_counter() - start, **kw)
 
-    def search(limit: int, seconds: float = float("inf")) -> Decision | None | str:
+    def search(limit: int, seconds: float = float("inf")) -> Decision | str | None:
         begun = time.perf_counter()
         while bmc.depth < limit and time.perf_counter() - begun < seconds:
             got = bmc.deepen()

@@ -197,11 +197,18 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
     line (including a log with no header at all).
     """
     loads = json.loads
+    scan = _SCAN  # json's own scanner, minus the wrappers json.loads adds per call
     first = True
     lineno = 0
     for lineno, raw in enumerate(lines, 1):
         try:
-            obj = loads(raw.decode() if type(raw) is bytes else raw)
+            text = raw.decode() if type(raw) is bytes else raw
+            try:
+                obj, end = scan(text, 0)
+                if end != len(text) and text[end:] not in _TRAILERS:
+                    obj = loads(text)  # leaves the verdict (and message) to json.loads
+            except StopIteration:
+                obj = loads(text)
         except UnicodeDecodeError as exc:
             reason = f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})"
             raise EventLogError(source, lineno, "line", reason) from None
@@ -213,6 +220,11 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
             raise EventLogError(source, lineno, "line", f"not valid JSON ({reason})") from None
         except RecursionError:
             raise EventLogError(source, lineno, "line", "JSON nested too deeply") from None
+        if not first and type(obj) is dict and obj.get("event") == "append":
+            count = obj.get("count", 1)
+            if type(count) is int:  # the common line, checked inline
+                yield Append(lineno, count)
+                continue
         try:
             yield _parse(obj, lineno, first)
         except _Bad as bad:
@@ -220,6 +232,10 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
         first = False
     if first:
         raise EventLogError(source, max(lineno, 1), "event", "missing session header (empty log)")
+
+
+_SCAN = json.JSONDecoder().scan_once
+_TRAILERS = frozenset(("\n", "\r\n", "\r", " \n", " "))  # json.loads' whitespace
 
 
 class EventWriter:

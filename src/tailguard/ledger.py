@@ -31,6 +31,7 @@ Standard library only: this module is on the runtime path.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
@@ -327,7 +328,7 @@ class LedgerCore:
         if hole:
             failed.append("no_hole")
             gaps = [g for lo, hi in self._uncovered_outside(t, x_lo, x_hi) for g in rec.gaps(lo, hi)]
-            holes = tuple(normalize([*lost, *gaps]) if lost and gaps else (list(lost) or gaps))
+            holes = tuple(_merge(lost, gaps) if lost and gaps else (list(lost) or gaps))
         if not failed:
             return _ALLOW
         return Decision("refuse", tuple(failed), holes)
@@ -657,6 +658,18 @@ summarized or spilled
     ) -> dict[str, Any]:
         """The ``tailguard check`` case for this compaction now (``keep_history=True``)."""
         return self._core.equivalent_case(tail_start, summary_input, summary_covers)
+
+
+def _merge(a: Iterable[Pair], b: list[Pair]) -> list[Pair]:
+    """Union of two sorted lists of ranges as maximal ranges, in one linear pass."""
+    out: list[Pair] = []
+    for lo, hi in heapq.merge(a, b):
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
 
 
 def _int(value: object, field: str) -> int:

@@ -22,7 +22,7 @@ Standard library only: this module is on the runtime path.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 __all__ = [
@@ -202,7 +202,7 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
     lineno = 0
     for lineno, raw in enumerate(lines, 1):
         try:
-            text = raw.decode() if type(raw) is bytes else raw
+            text = raw.decode() if isinstance(raw, bytes) else raw
             try:
                 obj, end = scan(text, 0)
                 if end != len(text) and text[end:] not in _TRAILERS:
@@ -215,8 +215,7 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
         except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
             if not raw.strip():
                 continue
-            is_json = isinstance(exc, json.JSONDecodeError)
-            reason = f"{exc.msg} at column {exc.pos + 1}" if is_json else str(exc)
+            reason = _json_reason(exc)
             raise EventLogError(source, lineno, "line", f"not valid JSON ({reason})") from None
         except RecursionError:
             raise EventLogError(source, lineno, "line", "JSON nested too deeply") from None
@@ -234,7 +233,13 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
         raise EventLogError(source, max(lineno, 1), "event", "missing session header (empty log)")
 
 
-_SCAN = json.JSONDecoder().scan_once
+def _json_reason(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.pos + 1}"
+    return str(exc)
+
+
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _TRAILERS = frozenset(("\n", "\r\n", "\r", " \n", " "))  # json.loads' whitespace
 
 

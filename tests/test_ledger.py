@@ -113,7 +113,7 @@ def _random_session(rnd: random.Random) -> None:
     for _ in range(rnd.randint(1, 30)):
         n = max(led.history_end, 0)
 
-        def off() -> int:
+        def off(n: int = n) -> int:
             return rnd.randint(-1, n + 2) if rnd.random() < 0.05 else rnd.randint(0, n)
 
         def rng() -> tuple[int, int]:

@@ -235,6 +235,12 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
 
 def _json_reason(exc: ValueError) -> str:
     if isinstance(exc, json.JSONDecodeError):
+        try:  # re-decode without the line ending so a column past the end reads as such
+            json.loads(exc.doc.rstrip("\r\n"))
+        except json.JSONDecodeError as bare:
+            exc = bare
+        except ValueError:
+            pass
         return f"{exc.msg} at column {exc.pos + 1}"
     return str(exc)
 

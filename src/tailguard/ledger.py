@@ -64,10 +64,11 @@ def _at(tag: object) -> str:
 
 
 class _Origins:
-    """Which recorded event first evicted each truncated offset (for diagnostics only).
+    """Which lines truncated which offsets (for diagnostics only).
 
-    Disjoint pieces, sorted, each tagged; adjacent pieces of different events stay apart.
-    Memory grows with the number of truncation events, so only the text audit keeps it.
+    Disjoint ranges, sorted; each tagged with the first and last line that truncated part
+    of it. Adjacent ranges merge (widening the tag), so this stays as small as the merged
+    truncation set: memory never grows with the number of events beyond it.
     """
 
     __slots__ = ("_his", "_los", "_tags")
@@ -75,20 +76,30 @@ class _Origins:
     def __init__(self) -> None:
         self._los: list[int] = []
         self._his: list[int] = []
-        self._tags: list[object] = []
+        self._tags: list[tuple[object, object]] = []
 
     def add_fresh(self, lo: int, hi: int, tag: object) -> None:
-        i = bisect_right(self._los, lo)
-        self._los.insert(i, lo)
-        self._his.insert(i, hi)
-        self._tags.insert(i, tag)
+        """Add ``[lo, hi)``, disjoint from every range held (it was not truncated before)."""
+        los, his, tags = self._los, self._his, self._tags
+        i = bisect_right(los, lo)
+        first, last = tag, tag
+        j = i
+        if i and his[i - 1] == lo:  # touches the left neighbour
+            i -= 1
+            lo, first = los[i], tags[i][0]
+        if j < len(los) and los[j] == hi:  # touches the right neighbour
+            hi, last = his[j], tags[j][1]
+            j += 1
+        los[i:j] = (lo,)
+        his[i:j] = (hi,)
+        tags[i:j] = ((first, last),)
 
-    def within(self, lo: int, hi: int) -> list[tuple[int, int, object]]:
+    def within(self, lo: int, hi: int) -> list[tuple[object, object]]:
         los, his = self._los, self._his
         i = bisect_right(his, lo)
-        out: list[tuple[int, int, object]] = []
+        out: list[tuple[object, object]] = []
         while i < len(los) and los[i] < hi:
-            out.append((max(lo, los[i]), min(hi, his[i]), self._tags[i]))
+            out.append(self._tags[i])
             i += 1
         return out
 
@@ -131,6 +142,7 @@ class LedgerCore:
         *,
         keep_history: bool = False,
         track_origins: bool = False,
+        seed: bool = True,
     ) -> None:
         self.F = recovery_floor_span
         self.floor_unit = floor_unit
@@ -138,7 +150,9 @@ class LedgerCore:
         self._units_known = floor_unit in UNITS and truncator_unit in UNITS
         self.n = 0
         self.truncated = IntervalUnion()  # TRU
-        self._stair = Staircase()  # raw truncations, for the seed's truncation_clear
+        # raw truncations reduced to the non-dominated pairs, for the seed's truncation_clear
+        # (merging would change the seed's answer); not kept when only strict is asked for
+        self._stair: Staircase | None = Staircase() if seed else None
         self.recovered = IntervalUnion()  # R = union(PC) | union(SP)
         self.lost = IntervalUnion()  # TRU \ R
         # well_formed of the recorded ranges: no reversed range, lowest lo, highest hi
@@ -169,7 +183,8 @@ class LedgerCore:
 
     def truncate(self, lo: int, hi: int, tag: object = None) -> None:
         """Record a budget truncation ``[lo, hi)``."""
-        self._stair.add(lo, hi, tag)
+        if self._stair is not None:
+            self._stair.add(lo, hi, tag)
         if lo > hi or lo < self._min_lo or hi > self._max_hi:
             self._bounds(lo, hi, tag)
         if self._hist_tr is not None:
@@ -242,6 +257,8 @@ class LedgerCore:
         f = t - self.F
         if not a <= f:
             return Decision("refuse", ("floor_reach",), ())
+        if self._stair is None:
+            raise ValueError("this ledger core was built without the seed profile's state")
         if self._stair:
             w = self._stair.max_hi_below(t)
             if w is not None and w[1] > f:
@@ -375,7 +392,7 @@ class LedgerCore:
                 "floor is not a subset of input"
             )
         if clause == "truncation_clear":
-            w = self._stair.max_hi_below(t)
+            w = self._stair.max_hi_below(t) if self._stair is not None else None
             lo, hi, tag = w if w is not None else (0, 0, None)
             return (
                 f"prior truncation {_fmt(lo, hi)}{_at(tag)} intersects recovery floor "
@@ -412,15 +429,16 @@ class LedgerCore:
         """`` at line 3`` / `` at lines 3, 7``: where ``ranges`` were truncated (text audit)."""
         if self._origins is None or not ranges:
             return ""
-        tags: list[object] = []
+        tags: list[tuple[object, object]] = []
         for lo, hi in ranges:
-            for _, _, tag in self._origins.within(lo, hi):
-                if tag is not None and tag not in tags:
+            for tag in self._origins.within(lo, hi):
+                if tag[0] is not None and tag not in tags:
                     tags.append(tag)
         if not tags:
             return ""
-        word = "line" if len(tags) == 1 else "lines"
-        return f" at {word} {', '.join(str(x) for x in tags)}"
+        text = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in tags)
+        word = "line" if len(tags) == 1 and tags[0][0] == tags[0][1] else "lines"
+        return f" at {word} {text}"
 
     def _holes_sentence(self, holes: tuple[Pair, ...]) -> str:
         truncated: list[Pair] = []
@@ -723,6 +741,7 @@ def replay(
         header.floor_unit,
         header.truncator_unit,
         track_origins=explain,
+        seed=profile == "seed",
     )
     decide = core.decide
     for ev in it:

@@ -301,3 +301,17 @@ def test_strict_api_returns_the_decision_or_raises() -> None:
     assert info.value.holes == ((0, 8),)
     d = assert_recoverable(prior_truncations=[(0, 8)], spills=[(0, 8)], **kw)  # type: ignore[arg-type]
     assert d.allowed
+
+
+def test_runtime_modules_import_no_solver() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tailguard.ledger, tailguard.seed_api, tailguard.eventlog, "
+        "tailguard.interval_index, tailguard.cli.audit; "
+        "bad = [m for m in ('z3', 'crosshair', 'hypothesis') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -195,6 +195,12 @@ class LedgerVersusReference(RuleBasedStateMachine):
             out, err = io.StringIO(), io.StringIO()
             code = main(["audit", "--format", "json", "--profile", self.profile, path],
                         stdout=out, stderr=err)
+            text, text_err = io.StringIO(), io.StringIO()
+            text_code = main(["audit", "--profile", self.profile, path],
+                             stdout=text, stderr=text_err)
+            assert (text_code, text_err.getvalue()) == (code, "")
+            assert text.getvalue().count(": compaction refused (") == sum(
+                d[0] == "refuse" for d in self.decisions)
         finally:
             os.unlink(path)
         report = json.loads(out.getvalue())

@@ -727,7 +727,8 @@ def replay(
     Yields the :class:`~tailguard.eventlog.Session` header first, then one
     :class:`Verdict` per compaction, in log order, each judged against the state recorded
     before it; every compaction is then recorded (it happened). Streams: the state is the
-    interval sets (plus, with ``explain``, which line truncated what).
+    merged interval sets (plus, with ``explain``, which lines truncated each merged range;
+    for the seed profile, the seed's raw truncations reduced to non-dominated pairs).
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; known: {sorted(PROFILES)}")

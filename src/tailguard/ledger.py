@@ -326,7 +326,9 @@ class LedgerCore:
             failed.append("tail_intact")
         if t != 0 and d < t:
             failed.append("seam_contiguous")
-        if c < d and not (a <= c and d <= b and not tru.intersects(c, d)):
+        if c < d and not (
+            a <= c and d <= b and not (tru and tru.his[-1] > c and tru.intersects(c, d))
+        ):
             failed.append("summary_honest")
         # no_hole: holes = lost | (([0, n) \ R) \ (X | T)) with X = C & I, T = [t, n)
         x_lo = a if a > c else c
@@ -334,12 +336,13 @@ class LedgerCore:
         holes: tuple[Pair, ...] = ()
         lost = self.lost
         rec = self.recovered
+        # R lies in [0, n] here, so R covers [0, x) iff its first range is [0, y) with y >= x
         if lost:
             hole = True
         elif x_lo >= x_hi:  # X empty: X | T = [t, n)
-            hole = t > 0 and not rec.covers(0, t)
+            hole = t > 0 and not (rec and rec.los[0] == 0 and rec.his[0] >= t)
         elif x_lo <= t <= x_hi:  # X | T = [x_lo, n)
-            hole = x_lo > 0 and not rec.covers(0, x_lo)
+            hole = x_lo > 0 and not (rec and rec.los[0] == 0 and rec.his[0] >= x_lo)
         else:
             hole = not all(rec.covers(lo, hi) for lo, hi in self._uncovered_outside(t, x_lo, x_hi))
         if hole:
@@ -622,8 +625,13 @@ summarized or spilled
         profile: str | None = None,
     ) -> Decision:
         """Decide a compaction without recording it."""
-        i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
-        if type(tail_start) is not int:
+        i, c = summary_input, summary_covers
+        if not (  # the common shape, checked inline: this is the hot path
+            type(tail_start) is int
+            and type(i) is tuple and len(i) == 2 and type(i[0]) is int and type(i[1]) is int
+            and type(c) is tuple and len(c) == 2 and type(c[0]) is int and type(c[1]) is int
+        ):
+            i, c = _pair(i, "summary_input"), _pair(c, "summary_covers")
             _int(tail_start, "tail_start")
         if profile is None:
             return self._decide(tail_start, i, c)

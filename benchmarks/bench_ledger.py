@@ -13,8 +13,9 @@ merged set keeps k intervals: the ledger's worst case), times one decision of
 
 All three allow. The shape is the one an orchestrator produces (truncations of the oldest
 units, spilled first; the summary starts after them), where the strict ledger's checks are
-O(1) reads of the merged sets' ends; other shapes cost one ``bisect`` per check. Timing is ``timeit``, best of 7, in one run, and the ratios compare
-numbers from that same run (run-to-run noise here is 15 to 20 %). Target: at 100,000
+O(1) reads of the merged sets' ends; other shapes cost one ``bisect`` per check. Timing
+is ``timeit``, best of 7, in one run, and the ratios compare numbers from that same run
+(run-to-run noise here is 15 to 20 %). Target: at 100,000
 truncations the ledger is at least 1,000 times faster than the seed's loop.
 """
 

@@ -213,7 +213,7 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
             reason = f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})"
             raise EventLogError(source, lineno, "line", reason) from None
         except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
-            if not raw.strip():
+            if not text.strip(" \t\r\n"):  # a blank line (JSON whitespace only)
                 continue
             reason = _json_reason(exc)
             raise EventLogError(source, lineno, "line", f"not valid JSON ({reason})") from None

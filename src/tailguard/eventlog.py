@@ -1,6 +1,6 @@
 """The normative JSONL event log: read it (streaming, line-numbered errors), write it.
 
-Format (``docs/eventlog.md``, schema ``spec/eventlog.schema.json``): UTF-8 JSON, one
+Format (``spec/SPEC.md, section 9``, schema ``spec/eventlog.schema.json``): UTF-8 JSON, one
 object per line; line 1 is the session header, every later line one event:
 
 - ``{"event": "session", "unit": U, "recovery_floor_span": F,``

@@ -1,6 +1,6 @@
 """``tailguard audit [--profile seed|strict] [--format text|json] TRACE.jsonl``.
 
-Replays an event log (``docs/eventlog.md``) and judges every compaction against the ledger
+Replays an event log (``spec/SPEC.md, section 9``) and judges every compaction against the ledger
 state at that moment. Exit 0 when every compaction is allowed, 1 when any is refused, 2 for
 unusable input (``FILE:LINE: field: reason`` on stderr, never a traceback).
 

@@ -25,42 +25,10 @@ import sys
 import timeit
 
 from tailguard.ledger import Ledger
+from tailguard.seed_transcribed import assert_compaction_safe
 
 F = 12
 
-
-class UnrecoverableCompactionError(RuntimeError):
-    pass
-
-
-def seed_assert_compaction_safe(
-    summary_input_start: int,
-    tail_start: int,
-    recovery_floor_span: int,
-    prior_truncations: list[tuple[int, int]],
-    floor_unit: str,
-    truncator_unit: str,
-) -> None:
-    """The seed's guard, transcribed verbatim (messages included)."""
-    if floor_unit != truncator_unit:
-        raise UnrecoverableCompactionError(
-            f"recovery floor unit {floor_unit!r} cannot be honored by "
-            f"truncator unit {truncator_unit!r}; guarantee is unenforceable"
-        )
-
-    floor_start = tail_start - recovery_floor_span
-    if summary_input_start > floor_start:
-        raise UnrecoverableCompactionError(
-            f"summarizer input starts at {summary_input_start}, but recovery "
-            f"floor begins at {floor_start}; floor is not a subset of input"
-        )
-
-    for (lo, hi) in prior_truncations:
-        if hi > floor_start and lo < tail_start:
-            raise UnrecoverableCompactionError(
-                f"prior truncation [{lo}, {hi}) intersects recovery floor "
-                f"[{floor_start}, {tail_start}); evidence already evicted"
-            )
 
 
 def _best(stmt: object, repeat: int) -> float:
@@ -82,8 +50,8 @@ def measure(k: int, repeat: int) -> tuple[float, float, float]:
     kw = {"summary_input": (a, n), "summary_covers": (a, t), "tail_start": t}
     assert ledger.decide(**kw).allowed  # type: ignore[arg-type]
     assert ledger.decide(profile="seed", **kw).allowed  # type: ignore[arg-type]
-    seed_assert_compaction_safe(a, t, F, log, "turns", "turns")
-    seed = _best(lambda: seed_assert_compaction_safe(a, t, F, log, "turns", "turns"), repeat)
+    assert_compaction_safe(a, t, F, log, "turns", "turns")
+    seed = _best(lambda: assert_compaction_safe(a, t, F, log, "turns", "turns"), repeat)
     led_seed = _best(lambda: ledger.decide(profile="seed", **kw), repeat)  # type: ignore[arg-type]
     led_strict = _best(lambda: ledger.decide(**kw), repeat)  # type: ignore[arg-type]
     return seed, led_seed, led_strict

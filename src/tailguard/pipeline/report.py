@@ -106,6 +106,9 @@ def render_text(reports: list[Report]) -> str:
             lines.append(f"  fix: {HINTS[f.kind]}")
         for s in r.suggestions:
             lines.append(f"  suggest: {s['text']}")
+        if d.verdict == "unsafe":
+            kinds = ", ".join(sorted({f.kind for f in d.findings}))
+            lines.append(f"{p.file}: unsafe: {p.name}: {len(d.findings)} finding(s) ({kinds}), {d.seconds:.2f}s")
     return "\n".join(lines) + "\n"
 
 

@@ -120,3 +120,16 @@ def test_unknown_profile_exits_2() -> None:
 def test_extra_keys_are_ignored(tmp_path: Path) -> None:
     code, out, _ = run_cli("check", "--format", "json", _write(tmp_path, _incident() | {"note": 1}))
     assert code == 1 and json.loads(out)["holes"] == [[0, 8]]
+
+
+def test_missing_optional_solver_is_a_clear_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without z3 installed, solver commands say which extra to install; no traceback."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "z3", None)  # makes `import z3` raise ModuleNotFoundError
+    for argv in (["prove"], ["check-config", str(CASES.parent / "policies" / "seed-repaired.toml")]):
+        for mod in [m for m in sys.modules if m.startswith(("tailguard.pipeline", "tailguard.backends.z3"))]:
+            monkeypatch.delitem(sys.modules, mod)
+        code, _, err = run_cli(*argv)
+        assert code == 2, (argv, err)
+        assert "needs the optional package 'z3'" in err and "tailguard[prove]" in err

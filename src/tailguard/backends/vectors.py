@@ -92,6 +92,8 @@ def search(spec: Spec, root: Path) -> dict[str, Any]:
             return _CACHE[key]
         except (OSError, json.JSONDecodeError):
             pass
+    import z3  # noqa: F401  (fail here, cleanly reported, rather than inside the child process)
+
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     proc = subprocess.run(
         [sys.executable, "-m", "tailguard.backends.vector_search", str(Path(spec.path).resolve()),

@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# packages some commands need that the runtime guard never does -> the extra that installs them
+OPTIONAL_DEPENDENCIES = {"z3": "prove", "hypothesis": "dev", "crosshair": "dev"}
+
+
 class CommandModule(Protocol):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
 
@@ -84,6 +88,14 @@ def main(
     try:
         code: int = mod.run(args, out, err)
         return code
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top not in OPTIONAL_DEPENDENCIES:
+            raise
+        extra = OPTIONAL_DEPENDENCIES[top]
+        print(f"tailguard {args.command}: needs the optional package {top!r}: "
+              f"pip install 'tailguard[{extra}]' (or pip install -e '.[{extra}]' in a checkout)", file=err)
+        return 2
     except KeyboardInterrupt:
         print("tailguard: interrupted", file=err)
         return 130

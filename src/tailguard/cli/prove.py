@@ -34,14 +34,10 @@ def load_theorems() -> None:
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    import z3  # noqa: F401  (a missing solver is reported by the dispatcher)
+
     from tailguard.project import ProjectNotFound
     from tailguard.speclang.load import SpecError
-
-    try:
-        import z3  # noqa: F401
-    except ImportError:
-        print("tailguard prove: needs z3: pip install 'tailguard[prove]'", file=stderr)
-        return 2
     try:
         load_theorems()
     except (ProjectNotFound, SpecError) as exc:

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     reports: list[Report] = []
     for policy in policies:
         decision = decide(policy, budget)
-        extra = suggest(policy, budget) if args.suggest and decision.verdict != "safe" else []
+        progress = (lambda line: print(line, file=stderr, flush=True)) if stderr.isatty() else None
+        extra = suggest(policy, budget, progress) if args.suggest and decision.verdict != "safe" else []
         reports.append(Report(policy, decision, extra))
     if args.emit_trace:
         failing = next((r for r in reports if r.decision.trace), None)

@@ -21,6 +21,9 @@ from tailguard.pipeline.solver import Budget, decide
 def _knobs(policy: Policy) -> list[tuple[str, int | None, str, int, int, int]]:
     """(knob, stage, dotted key, current, direction, far bound) for every repair knob."""
     far = 4 * policy.turn_max + 1000
+    # the largest occupancy any stage speaks of: a summarizer input limit above it sees everything
+    scale = policy.base_tokens + policy.turn_max + max(
+        [s.limit if isinstance(s, Truncate) else s.trigger for s in policy.stages], default=0)
     out: list[tuple[str, int | None, str, int, int, int]] = []
     for i, s in enumerate(policy.stages):
         if isinstance(s, Truncate):
@@ -32,14 +35,20 @@ def _knobs(policy: Policy) -> list[tuple[str, int | None, str, int, int, int]]:
             out.append(("keep", i, f"stage.{i}.keep", s.keep, -1, 0))
             if s.input_limit > 0:
                 out.append(("input_limit", i, f"stage.{i}.input_limit", s.input_limit, +1,
-                            4 * s.input_limit + far))
+                            4 * s.input_limit + 2 * scale + far))
     out.append(("floor", None, "floor", policy.floor, -1, 0))
     out.append(("turn_max", None, "turn_tokens", policy.turn_max, -1, policy.turn_min))
     return out
 
 
-def suggest(policy: Policy, budget: Budget | None = None) -> list[dict[str, Any]]:
-    """Suggestions as JSON-ready dicts (``text`` is the human sentence)."""
+def suggest(
+    policy: Policy, budget: Budget | None = None, progress: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Suggestions as JSON-ready dicts (``text`` is the human sentence).
+
+    ``progress`` (if given) hears one line per verdict probed: real-size policies can take
+    minutes, mostly in probes that end unknown.
+    """
     budget = budget or Budget(depth=40, quick_depth=12, spacer_ms=1500, mid_seconds=0.5)
     cache: dict[tuple[str, int | None, int], str] = {}
     out: list[dict[str, Any]] = []
@@ -55,6 +64,8 @@ def suggest(policy: Policy, budget: Budget | None = None) -> list[dict[str, Any]
             if probe not in cache:
                 cache[probe] = decide(policy.with_knob(knob, value, stage), budget,
                                       ignore_static=True).verdict
+                if progress is not None:
+                    progress(f"suggest: {policy.file}: {knob} = {value}: {cache[probe]}")
             return cache[probe]
 
         found = _boundary(verdict, current, direction, bound)

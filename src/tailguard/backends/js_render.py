@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 
-from tailguard.backends.python_render import _needed_defines
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
+from tailguard.speclang.deps import needed_defines
 from tailguard.speclang.load import Profile, Spec
 from tailguard.speclang.pretty import pretty
 from tailguard.speclang.typecheck import infer
@@ -165,13 +165,13 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     gate = prof.clause(prof.wellformed) if prof.wellformed else None
     rest = [cl for cl in prof.clauses if cl is not gate]
     if gate is not None:
-        if _needed_defines(spec, [gate.holds]):
+        if needed_defines(spec, [gate.holds]):
             raise ValueError(f"{prof.id}.{gate.id}: the well-formedness gate may use inputs only")
         out.append(f"  if (!{c.expr(gate.holds)}) {{")
         out.append(f'    return decision([{json.dumps(gate.id)}], []);')
         out.append("  }")
     roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
-    for name in _needed_defines(spec, roots):
+    for name in needed_defines(spec, roots):
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"  const {_var(name)} = {c.expr(d.node)};  // {name} = {d.source}")
     out.append("  const failed = [];")

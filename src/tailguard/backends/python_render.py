@@ -8,11 +8,11 @@ writes files. Expressions compile to calls on the interval primitives of
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
 
 from tailguard import intervals
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
+from tailguard.speclang.deps import needed_defines
 from tailguard.speclang.load import Clause, Profile, Spec
 from tailguard.speclang.pretty import pretty
 
@@ -36,7 +36,7 @@ def _typed_args(spec: Spec) -> str:
     return ", ".join(f"{_var(i.symbol)}: {_PYTYPE[i.type]}" for i in spec.inputs)
 
 
-class _Compiler:
+class PythonCompiler:
     def __init__(self, spec: Spec, env: dict[str, Type]) -> None:
         self.spec, self.env = spec, env
 
@@ -94,7 +94,7 @@ class _Compiler:
             case ast.Quant(kind=k, var=v, sources=srcs, body=b):
                 inner = dict(self.env)
                 inner[v] = "interval"
-                body = _Compiler(self.spec, inner).expr(b)
+                body = PythonCompiler(self.spec, inner).expr(b)
                 return f"{k}({body} for {_var(v)} in {self.source_tuple(srcs)})"
         raise TypeError(f"cannot compile {type(node).__name__}")
 
@@ -103,35 +103,6 @@ class _Compiler:
         if len(parts) == 1 and parts[0].startswith("*"):
             return parts[0][1:]
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-
-
-def _names(node: ast.Node) -> Iterator[str]:
-    match node:
-        case ast.Name(name=n) | ast.Field(base=n):
-            yield n
-        case ast.Quant(sources=srcs, body=b):
-            yield from srcs
-            yield from _names(b)
-        case _:
-            for value in vars(node).values():
-                if isinstance(value, ast.Node):
-                    yield from _names(value)
-                elif isinstance(value, tuple):
-                    for v in value:
-                        if isinstance(v, ast.Node):
-                            yield from _names(v)
-
-
-def _needed_defines(spec: Spec, roots: list[ast.Node]) -> list[str]:
-    by_name = {d.name: d for d in spec.defines}
-    need: set[str] = set()
-    todo = [n for r in roots for n in _names(r)]
-    while todo:
-        n = todo.pop()
-        if n in by_name and n not in need:
-            need.add(n)
-            todo.extend(_names(by_name[n].node))
-    return [d.name for d in spec.defines if d.name in need]
 
 
 def _primitives_source() -> str:
@@ -152,12 +123,12 @@ def _primitives_source() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _quant_witness(c: _Compiler, node: ast.Node) -> str | None:
+def _quant_witness(c: PythonCompiler, node: ast.Node) -> str | None:
     """Code for the first element violating the clause's top-level ``all``, if any."""
     if isinstance(node, ast.Quant) and node.kind == "all":
         inner = dict(c.env)
         inner[node.var] = "interval"
-        body = _Compiler(c.spec, inner).expr(node.body)
+        body = PythonCompiler(c.spec, inner).expr(node.body)
         v = _var(node.var)
         return f"next(({v} for {v} in {c.source_tuple(node.sources)} if not {body}), None)"
     if isinstance(node, ast.BoolOp) and node.op == "and":
@@ -169,19 +140,19 @@ def _quant_witness(c: _Compiler, node: ast.Node) -> str | None:
 
 
 def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
-    c = _Compiler(spec, spec.env)
+    c = PythonCompiler(spec, spec.env)
     fn = f"_check_{prof.id}"
     out.append(f"def {fn}({_typed_args(spec)}) -> Decision:")
     out.append(f'    """Profile {prof.id!r}: {prof.doc}"""')
     gate = prof.clause(prof.wellformed) if prof.wellformed else None
     rest = [cl for cl in prof.clauses if cl is not gate]
     if gate is not None:
-        if _needed_defines(spec, [gate.holds]):
+        if needed_defines(spec, [gate.holds]):
             raise ValueError(f"{prof.id}.{gate.id}: the well-formedness gate may use inputs only")
         out.append(f"    if not {c.expr(gate.holds)}:")
         out.append(f'        return Decision("refuse", ({gate.id!r},), ())')
     roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
-    for name in _needed_defines(spec, roots):
+    for name in needed_defines(spec, roots):
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"    {_var(name)} = {c.expr(d.node)}  # {name} = {d.source}")
     out.append("    failed: list[str] = []")
@@ -199,7 +170,7 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     out.append("")
 
 
-def _fmt_value(c: _Compiler, node: ast.Node) -> str:
+def _fmt_value(c: PythonCompiler, node: ast.Node) -> str:
     t = c.type_of(node)
     code = c.expr(node)
     if t == "interval":
@@ -212,7 +183,7 @@ def _fmt_value(c: _Compiler, node: ast.Node) -> str:
 
 
 def _render_explain(spec: Spec, prof: Profile, out: list[str]) -> None:
-    c = _Compiler(spec, spec.env)
+    c = PythonCompiler(spec, spec.env)
     out.append(
         f"def _explain_{prof.id}({_typed_args(spec)}, failed: tuple[str, ...],"
         " holes: tuple[tuple[int, int], ...]) -> list[str]:"
@@ -220,7 +191,7 @@ def _render_explain(spec: Spec, prof: Profile, out: list[str]) -> None:
     out.append("    out: list[str] = []")
     roots = [p.node for cl in prof.clauses for p in cl.placeholders if p.node]
     roots += [cl.holds for cl in prof.clauses if any(p.source in ("witness", "why") for p in cl.placeholders)]
-    for name in _needed_defines(spec, roots):
+    for name in needed_defines(spec, roots):
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"    {_var(name)} = {c.expr(d.node)}")
     for cl in prof.clauses:
@@ -231,7 +202,7 @@ def _render_explain(spec: Spec, prof: Profile, out: list[str]) -> None:
     out.append("")
 
 
-def _message_lines(c: _Compiler, cl: Clause) -> list[str]:
+def _message_lines(c: PythonCompiler, cl: Clause) -> list[str]:
     lines: list[str] = []
     fmt_args: list[str] = []
     template = cl.message
@@ -254,7 +225,7 @@ def _message_lines(c: _Compiler, cl: Clause) -> list[str]:
     return lines
 
 
-def _why(c: _Compiler, cl: Clause) -> str:
+def _why(c: PythonCompiler, cl: Clause) -> str:
     parts = cl.holds.operands if isinstance(cl.holds, ast.BoolOp) and cl.holds.op == "and" else (cl.holds,)
     items = ", ".join(f"({c.expr(p)}, {pretty(p)!r})" for p in parts)
     return f"'; '.join(text + ' is false' for ok, text in ({items},) if not ok)"

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from tailguard.backends.python_render import (
-    _Compiler,
-    _needed_defines,
+    PythonCompiler,
     _primitives_source,
     _var,
     render_python,
 )
 from tailguard.speclang import ast
+from tailguard.speclang.deps import input_symbols as depends
+from tailguard.speclang.deps import needed_defines
 from tailguard.speclang.load import Profile, Spec, load_spec
 from tailguard.speclang.pretty import pretty
 
@@ -70,10 +71,10 @@ class Predicates:
         key = pretty(node)
         if key in self._cache:
             return self._cache[key]
-        c = _Compiler(self.spec, self.spec.env)
+        c = PythonCompiler(self.spec, self.spec.env)
         args = ", ".join(_var(i.symbol) for i in self.spec.inputs)
         lines = [f"def _pred({args}):"]
-        for name in _needed_defines(self.spec, [node]):
+        for name in needed_defines(self.spec, [node]):
             d = next(d for d in self.spec.defines if d.name == name)
             lines.append(f"    {_var(name)} = {c.expr(d.node)}")
         lines.append(f"    return bool({c.expr(node)})")
@@ -101,22 +102,6 @@ class Predicates:
         """Whether each clause of ``profile`` holds, all evaluated (no gate, no first-only)."""
         args = self.args(case)
         return tuple(self.compile(cl.holds)(*args) for cl in profile.clauses)
-
-
-def depends(spec: Spec, node: ast.Node) -> set[str]:
-    """The input symbols an expression reads, through the definitions it uses."""
-    from tailguard.backends.python_render import _names
-
-    by_name = {d.name: d.node for d in spec.defines}
-    seen: set[str] = set()
-    todo = list(_names(node))
-    while todo:
-        n = todo.pop()
-        if n not in seen:
-            seen.add(n)
-            if n in by_name:
-                todo.extend(_names(by_name[n]))
-    return seen & {i.symbol for i in spec.inputs}
 
 
 def atoms(node: ast.Node) -> list[ast.Node]:

@@ -6,9 +6,13 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+import z3
+
 from tailguard._generated.checker import Decision, check_case
-from tailguard.backends.z3_encode import ZCase, case_from_model
+from tailguard.backends.z3_encode import Encoder, ZCase, case_from_model, reset_names
+from tailguard.backends.z3_eval import prove
 from tailguard.project import spec_path
+from tailguard.speclang import ast
 from tailguard.speclang.load import Spec, load_spec
 from tailguard.theorems import Result
 
@@ -16,6 +20,12 @@ from tailguard.theorems import Result
 @lru_cache(maxsize=1)
 def project_spec() -> Spec:
     return load_spec(spec_path())
+
+
+def setup(spec: Spec | None) -> Spec:
+    """Start a theorem: deterministic variable names, and the given spec or the project's."""
+    reset_names()
+    return spec or project_spec()
 
 
 def witness_replayed(
@@ -42,3 +52,24 @@ def witness_replayed(
                       model=model_json, replay=replay)
     return Result("witness", detail="replayed through the generated checker: agrees",
                   model=model_json, replay=replay)
+
+
+def carries(holds: ast.Node, *, given: Encoder, then: Encoder, assumptions: Any) -> Result:
+    """Prove: if the clause holds on ``given``'s case, it holds on ``then``'s.
+
+    For a clause ``L subset R`` it suffices, offset by offset, that ``L_then(x) -> L_given(x)``
+    and ``R_given(x) -> R_then(x)`` for a free x: quantifier-free in x, so it does not depend on how z3
+    instantiates the subset's quantifier (which made the direct query flaky). Otherwise, or
+    if that sufficient condition fails, the clause formulas are compared directly.
+    """
+    if isinstance(holds, ast.Subset):
+        x = z3.Int("x")
+        pointwise = z3.And(
+            z3.Implies(then.as_set(holds.left, {})(x), given.as_set(holds.left, {})(x)),
+            z3.Implies(given.as_set(holds.right, {})(x), then.as_set(holds.right, {})(x)),
+        )
+        result, _ = prove(pointwise, assumptions=assumptions)
+        if result.status == "proved":
+            return Result("proved", detail="offset by offset")
+    return prove(then.expr(holds, {}), assumptions=z3.And(assumptions, given.expr(holds, {})))[0]
+

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import z3
 
-from proofs._common import project_spec
+from proofs._common import setup
 from tailguard.backends.z3_encode import Encoder, symbolic_case
 from tailguard.backends.z3_eval import prove
 from tailguard.speclang.load import Spec
@@ -17,7 +17,7 @@ from tailguard.theorems import Result, theorem
     "holds exactly when the seed profile's floor_reach clause fails.",
 )
 def prose_boundary_is_code(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     zc = symbolic_case(spec)
     enc = Encoder(spec, zc)
     a, t, f = zc["I"][0], zc["t"], zc["F"]
@@ -32,7 +32,7 @@ def prose_boundary_is_code(spec: Spec | None = None) -> Result:
     "`recovery_floor ⊆ summarizer_input ∩ retained_tail` is false for every F > 0.",
 )
 def seed_floor_misses_tail(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     zc = symbolic_case(spec)
     n, t, f = zc["n"], zc["t"], zc["F"]
     a, b = zc["I"]

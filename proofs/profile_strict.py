@@ -6,7 +6,7 @@ from typing import Any
 
 import z3
 
-from proofs._common import project_spec
+from proofs._common import carries, setup
 from tailguard.backends.z3_encode import Encoder, FixedList, ZCase, symbolic_case
 from tailguard.backends.z3_eval import prove
 from tailguard.speclang import ast
@@ -52,7 +52,7 @@ def recoverable(zc: ZCase, x: Any) -> Any:
     bound=f"at most {BOUND} intervals per list",
 )
 def strict_allow_is_recoverable(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     zc = symbolic_case(spec, bound=BOUND)
     allows = Encoder(spec, zc).allows(spec.profile("strict"))
     n, t, f = zc["n"], zc["t"], zc["F"]
@@ -125,7 +125,7 @@ def no_hole_endpoint(zc: ZCase) -> Any:
     bound=f"no_hole and holes: at most {BOUND} intervals per list; other clauses: any number",
 )
 def endpoint_equals_per_offset(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     strict = spec.profile("strict")
     parts: list[tuple[str, Result]] = []
     zc = symbolic_case(spec)  # unbounded arrays
@@ -161,7 +161,7 @@ def endpoint_equals_per_offset(spec: Spec | None = None) -> Result:
     "adding one well-formed spill never turns strict allow into refuse.",
 )
 def monotone_in_truncations_and_spills(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     strict = spec.profile("strict")
     zc = symbolic_case(spec)
     r = (z3.Int("r.lo"), z3.Int("r.hi"))
@@ -172,10 +172,8 @@ def monotone_in_truncations_and_spills(spec: Spec | None = None) -> Result:
     wf_spill = z3.And(r[0] >= 0, r[0] <= r[1], r[1] <= zc["n"])
     # clause by clause: each is antitone in TR and monotone in SP, hence so is the decision
     for clause in strict.clauses:
-        parts.append((f"truncation/{clause.id}", prove(
-            z3.Not(enc_tr.clause(strict, clause.id)),
-            assumptions=z3.And(zc.side_conditions(), z3.Not(enc.clause(strict, clause.id))))[0]))
-        parts.append((f"spill/{clause.id}", prove(
-            enc_sp.clause(strict, clause.id),
-            assumptions=z3.And(zc.side_conditions(), wf_spill, enc.clause(strict, clause.id)))[0]))
+        parts.append((f"truncation/{clause.id}", carries(
+            clause.holds, given=enc_tr, then=enc, assumptions=zc.side_conditions())))
+        parts.append((f"spill/{clause.id}", carries(
+            clause.holds, given=enc, then=enc_sp, assumptions=z3.And(zc.side_conditions(), wf_spill))))
     return _merge(parts)

@@ -6,7 +6,7 @@ from typing import Any
 
 import z3
 
-from proofs._common import project_spec, witness_replayed
+from proofs._common import carries, setup, witness_replayed
 from tailguard._generated.checker import Decision
 from tailguard.backends.z3_encode import Encoder, case_from_model, symbolic_case
 from tailguard.backends.z3_eval import find, prove
@@ -28,7 +28,7 @@ def _small(zc: Any) -> Any:
     kind="witness",
 )
 def seed_allows_a_hole(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     zc = symbolic_case(spec, bound=WITNESS_BOUND)
     enc = Encoder(spec, zc)
     strict = spec.profile("strict")
@@ -51,7 +51,7 @@ def seed_allows_a_hole(spec: Spec | None = None) -> Result:
     kind="witness",
 )
 def seed_refuses_healthy(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     zc = symbolic_case(spec, bound=WITNESS_BOUND)
     enc = Encoder(spec, zc)
     formula = z3.And(zc.side_conditions(), _small(zc), zc["F"] > 0, zc["n"] > zc["F"],
@@ -71,7 +71,7 @@ def seed_refuses_healthy(spec: Spec | None = None) -> Result:
     "length); a well-formed case whose only failure is no_hole is allowed after spilling [0, n).",
 )
 def spill_repairs_only_holes(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     strict = spec.profile("strict")
     zc = symbolic_case(spec)
     r = (z3.Int("r.lo"), z3.Int("r.hi"))
@@ -80,8 +80,8 @@ def spill_repairs_only_holes(spec: Spec | None = None) -> Result:
     for clause in strict.clauses:
         if clause.id == "no_hole":
             continue
-        res, _ = prove(z3.Not(enc_sp.clause(strict, clause.id)),
-                       assumptions=z3.And(zc.side_conditions(), z3.Not(enc.clause(strict, clause.id))))
+        # failing before the spill implies failing after it: holding after implies holding before
+        res = carries(clause.holds, given=enc_sp, then=enc, assumptions=zc.side_conditions())
         if res.status != "proved":
             return Result(res.status, detail=f"spill repairs {clause.id}: {res.detail}")
     enc_all = Encoder(spec, zc.with_value("SP", zc["SP"].plus((z3.IntVal(0), zc["n"]))))
@@ -99,7 +99,7 @@ def spill_repairs_only_holes(spec: Spec | None = None) -> Result:
     kind="witness",
 )
 def seed_refuses_after_spill(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     strict, seed = spec.profile("strict"), spec.profile("seed")
     zc = symbolic_case(spec, bound=WITNESS_BOUND)
     spilled = zc.with_value("SP", zc["SP"].plus((z3.IntVal(0), zc["n"])))
@@ -123,7 +123,7 @@ def seed_refuses_after_spill(spec: Spec | None = None) -> Result:
     "seed nor the strict profile allows.",
 )
 def unit_mismatch_refuses(spec: Spec | None = None) -> Result:
-    spec = spec or project_spec()
+    spec = setup(spec)
     # bounded first: a broken spec gets a concrete counterexample quickly (z3 rarely
     # builds models over arrays with quantifiers); then the unbounded proof
     for bound in (WITNESS_BOUND, None):

@@ -64,6 +64,8 @@ BREAKS: list[tuple[str, str, str, Callable[[Spec], Result]]] = [
      profile_strict.endpoint_equals_per_offset),
     ("tail may overlap truncations", 'holds = "all(r in TR: empty(r & T))"', 'holds = "n >= 0"',
      profile_strict.endpoint_equals_per_offset),
+    ("summary honesty rewards truncations", 'holds = "C subset I \\\\ TRU"', 'holds = "C subset I | TRU"',
+     profile_strict.monotone_in_truncations_and_spills),
     ("seed: > becomes >=", 'holds = "a <= t - F"', 'holds = "a < t - F"', profile_seed.prose_boundary_is_code),
     ("no_hole forgets spills", 'expr = "union(PC) | union(SP) |', 'expr = "union(PC) |',
      profiles_compared.spill_repairs_only_holes),

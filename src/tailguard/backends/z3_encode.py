@@ -28,7 +28,15 @@ SetPred = Callable[[Any], Any]  # ArithRef -> BoolRef
 _fresh = itertools.count()
 
 
+def reset_names() -> None:
+    """Restart bound-variable numbering: a query then gets the same names, and so the same
+    solver run, whatever was encoded before it in this process (z3's search depends on names)."""
+    global _fresh
+    _fresh = itertools.count()
+
+
 def fresh_int(prefix: str) -> Any:
+    """A fresh name for a variable that a quantifier binds."""
     return z3.Int(f"{prefix}!{next(_fresh)}")
 
 

@@ -11,9 +11,9 @@ merged set keeps k intervals: the ledger's worst case), times one decision of
 - ``ledger strict``: ``Ledger.decide(...)`` in the strict profile (spills cover the
   truncations, so it allows).
 
-All three allow. The shape is the one an orchestrator produces (truncations of the oldest
+All three allow. Two shapes: the one an orchestrator produces (truncations of the oldest
 units, spilled first; the summary starts after them), where the strict ledger's checks are
-O(1) reads of the merged sets' ends; other shapes cost one ``bisect`` per check. Timing
+O(1) reads of the merged sets' ends, and an interior one where every check costs a ``bisect``. Timing
 is ``timeit``, best of 7, in one run, and the ratios compare numbers from that same run
 (run-to-run noise here is 15 to 20 %). Target: at 100,000
 truncations the ledger is at least 1,000 times faster than the seed's loop.
@@ -37,17 +37,25 @@ def _best(stmt: object, repeat: int) -> float:
     return min(timer.repeat(repeat=repeat, number=number)) / number
 
 
-def measure(k: int, repeat: int) -> tuple[float, float, float]:
+def measure(k: int, repeat: int, shape: str = "oldest") -> tuple[float, float, float]:
+    """``oldest``: truncations of the oldest units, the summary after them (the orchestrator
+    shape). ``interior``: every other offset truncated inside the summarizer's input, a spill
+    interleaved, so that the strict checks must bisect."""
     n = 2 * k + 100
-    log = [(2 * i, 2 * i + 1) for i in range(k)]
+    if shape == "oldest":
+        log = [(2 * i, 2 * i + 1) for i in range(k)]
+        spill, a, c = (0, 2 * k), 2 * k, 2 * k
+    else:
+        log = [(2 * i + 1, 2 * i + 2) for i in range(k)]
+        spill, a, c = (0, n - F), 0, 2 * k + 10
     ledger = Ledger(F, unit="turns")
     ledger.append(n)
-    if k:
-        ledger.spill(0, 2 * k)
+    if k or shape == "interior":
+        ledger.spill(*spill)
     for lo, hi in log:
         ledger.truncate(lo, hi)
-    a, t = 2 * k, n - F
-    kw = {"summary_input": (a, n), "summary_covers": (a, t), "tail_start": t}
+    t = n - F
+    kw = {"summary_input": (a, n), "summary_covers": (c, t), "tail_start": t}
     assert ledger.decide(**kw).allowed  # type: ignore[arg-type]
     assert ledger.decide(profile="seed", **kw).allowed  # type: ignore[arg-type]
     assert_compaction_safe(a, t, F, log, "turns", "turns")
@@ -62,10 +70,12 @@ def main(argv: list[str]) -> int:
     print(f"one compaction decision, best of {repeat} (Python {sys.version.split()[0]})")
     print(f"{'truncations':>12} {'seed loop':>12} {'ledger seed':>12} {'ledger strict':>14}"
           f" {'seed/ledger(seed)':>18} {'seed/ledger(strict)':>20}")
-    for k in (0, 10, 1_000, 100_000):
-        seed, led_seed, led_strict = measure(k, repeat)
-        print(f"{k:>12,} {seed * 1e6:>10.3f}us {led_seed * 1e6:>10.3f}us {led_strict * 1e6:>12.3f}us"
-              f" {seed / led_seed:>17.1f}x {seed / led_strict:>19.1f}x")
+    for shape in ("oldest", "interior"):
+        print(f"shape: {shape}")
+        for k in (0, 10, 1_000, 100_000):
+            seed, led_seed, led_strict = measure(k, repeat, shape)
+            print(f"{k:>12,} {seed * 1e6:>10.3f}us {led_seed * 1e6:>10.3f}us {led_strict * 1e6:>12.3f}us"
+                  f" {seed / led_seed:>17.1f}x {seed / led_strict:>19.1f}x")
     return 0
 
 

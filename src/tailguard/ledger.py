@@ -31,7 +31,6 @@ Standard library only: this module is on the runtime path.
 
 from __future__ import annotations
 
-import heapq
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
@@ -39,7 +38,7 @@ from typing import Any, NamedTuple, TextIO
 from tailguard._generated.checker import CLAUSES, UNITS, Decision
 from tailguard.eventlog import Append, Compact, Event, EventWriter, Session, Spill, Truncate
 from tailguard.interval_index import IntervalUnion, Staircase
-from tailguard.intervals import normalize
+from tailguard.intervals import fmt_set, normalize, union
 from tailguard.seed_api import UnrecoverableCompactionError
 
 __all__ = ["Ledger", "LedgerCore", "Verdict", "replay"]
@@ -53,10 +52,6 @@ _WELL_FORMED = Decision("refuse", ("well_formed",), ())
 
 def _fmt(lo: int, hi: int) -> str:
     return f"[{lo}, {hi})"
-
-
-def _fmt_all(ranges: list[Pair]) -> str:
-    return ", ".join(_fmt(lo, hi) for lo, hi in ranges) if ranges else "nothing"
 
 
 def _at(tag: object) -> str:
@@ -348,7 +343,7 @@ class LedgerCore:
         if hole:
             failed.append("no_hole")
             gaps = [g for lo, hi in self._uncovered_outside(t, x_lo, x_hi) for g in rec.gaps(lo, hi)]
-            holes = tuple(_merge(lost, gaps) if lost and gaps else (list(lost) or gaps))
+            holes = tuple(union(list(lost), gaps))
         if not failed:
             return _ALLOW
         return Decision("refuse", tuple(failed), holes)
@@ -412,7 +407,7 @@ class LedgerCore:
         if clause == "tail_intact":
             hit = self.truncated.pieces(t, n)
             return (
-                f"offsets {_fmt_all(hit)} of the retained tail {_fmt(t, n)} were truncated"
+                f"offsets {fmt_set(hit)} of the retained tail {_fmt(t, n)} were truncated"
                 f"{self._lines(hit)}; the tail is not verbatim"
             )
         if clause == "seam_contiguous":
@@ -421,8 +416,8 @@ class LedgerCore:
             x_lo, x_hi = max(a, c), min(b, d)
             unseen = [r for r in ((c, min(d, a)), (max(c, b), d)) if r[0] < r[1]]
             gone = self.truncated.pieces(x_lo, x_hi)
-            what = _fmt_all(normalize([*unseen, *gone]))
-            why = f"; {_fmt_all(gone)} were truncated{self._lines(gone)}" if gone else ""
+            what = fmt_set(normalize([*unseen, *gone]))
+            why = f"; {fmt_set(gone)} were truncated{self._lines(gone)}" if gone else ""
             return f"summary coverage {_fmt(c, d)} claims offsets {what} it never saw{why}"
         if clause == "no_hole":
             return self._holes_sentence(decision.holes)
@@ -452,12 +447,12 @@ class LedgerCore:
         parts = []
         if truncated:
             parts.append(
-                f"offsets {_fmt_all(truncated)} were truncated{self._lines(truncated)} "
+                f"offsets {fmt_set(truncated)} were truncated{self._lines(truncated)} "
                 "and never summarized or spilled"
             )
         if dropped:
             parts.append(
-                f"offsets {_fmt_all(dropped)} are in no summary, spill or tail "
+                f"offsets {fmt_set(dropped)} are in no summary, spill or tail "
                 "(the compaction evicts them unsummarized)"
             )
         return "; ".join(parts)
@@ -684,18 +679,6 @@ summarized or spilled
     ) -> dict[str, Any]:
         """The ``tailguard check`` case for this compaction now (``keep_history=True``)."""
         return self._core.equivalent_case(tail_start, summary_input, summary_covers)
-
-
-def _merge(a: Iterable[Pair], b: list[Pair]) -> list[Pair]:
-    """Union of two sorted lists of ranges as maximal ranges, in one linear pass."""
-    out: list[Pair] = []
-    for lo, hi in heapq.merge(a, b):
-        if out and lo <= out[-1][1]:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
 
 
 def _int(value: object, field: str) -> int:

@@ -14,14 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from tailguard._generated.checker import Decision, check, explain
+from tailguard.intervals import fmt_set
 
 __all__ = ["UnrecoverableCompactionError", "assert_compaction_safe", "assert_recoverable"]
 
 Pair = tuple[int, int]
-
-
-def _fmt_ranges(ranges: Iterable[Pair]) -> str:
-    return ", ".join(f"[{lo}, {hi})" for lo, hi in ranges)
 
 
 class UnrecoverableCompactionError(RuntimeError):
@@ -52,7 +49,7 @@ class UnrecoverableCompactionError(RuntimeError):
         """Build the exception for a refusal: the message names the clauses and the holes."""
         msg = f"compaction refused ({', '.join(decision.failed)})"
         if decision.holes:
-            msg += f"; evicted offsets {_fmt_ranges(decision.holes)} are unrecoverable"
+            msg += f"; evicted offsets {fmt_set(list(decision.holes))} are unrecoverable"
         if sentences:
             msg += ": " + "; ".join(sentences)
         return cls(msg, failed=decision.failed, holes=decision.holes, decision=decision)

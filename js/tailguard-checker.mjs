@@ -1,13 +1,13 @@
-// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.0.0, sha256 8c4a155f45177348); generator: tailguard.backends.js_render.
+// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 c5b5e939ca510ff1); generator: tailguard.backends.js_render.
 // Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
-// tailguard runtime checker for Node.js, spec 1.0.0: one dependency-free ES module.
+// tailguard runtime checker for Node.js, spec 1.1.0: one dependency-free ES module.
 // checkCase(caseObject, profile) -> {decision, failed, holes}; unusable input throws CaseError.
 
-export const SPEC_VERSION = "1.0.0";
-export const SPEC_SHA256 = "8c4a155f451773487b6e018dcd28d3e54ae8b87bff6d45da140c8e379f8e472b";
+export const SPEC_VERSION = "1.1.0";
+export const SPEC_SHA256 = "c5b5e939ca510ff1aa0321ad79f517179e7c8694dcbc714fe86aafbb154c7e90";
 export const UNITS = Object.freeze(["turns", "messages", "tokens"]);
-export const PROFILES = Object.freeze(["seed", "strict"]);
-export const CLAUSES = Object.freeze({"seed": ["units_agree", "floor_reach", "truncation_clear"], "strict": ["well_formed", "units_agree", "floor_in_input", "floor_in_tail", "tail_intact", "seam_contiguous", "summary_honest", "no_hole"]});
+export const PROFILES = Object.freeze(["seed", "strict", "partitioned"]);
+export const CLAUSES = Object.freeze({"seed": ["units_agree", "floor_reach", "truncation_clear"], "strict": ["well_formed", "units_agree", "floor_in_input", "floor_in_tail", "tail_intact", "seam_contiguous", "summary_honest", "no_hole"], "partitioned": ["well_formed", "units_agree", "floor_in_tail", "tail_intact", "seam_contiguous", "summary_honest", "no_hole"]});
 export const FIELDS = Object.freeze(["history_end", "tail_start", "summary_input", "summary_covers", "recovery_floor_span", "floor_unit", "truncator_unit", "prior_truncations", "prior_coverage", "spills"]);
 
 export class CaseError extends Error {
@@ -144,7 +144,47 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
   return decision(failed, holes);
 }
 
-const CHECKERS = { seed: check_seed, strict: check_strict };
+// Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input.
+function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && [v_I, v_C, ...v_TR, ...v_PC, ...v_SP].every((v_r) => (0 <= v_r[0] && v_r[0] <= v_r[1] && v_r[1] <= v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
+    return decision(["well_formed"], []);
+  }
+  const v_d = v_C[1];  // d = C.hi
+  const v_T = [v_t, v_n];  // T = [t, n)
+  const v_Phi = [Math.max(0, (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_TRU = normalize(v_TR);  // TRU = union(TR)
+  const v_covered = union(union(union(normalize(v_PC), normalize(v_SP)), difference(intersect(interval(...v_C), interval(...v_I)), v_TRU)), difference(interval(...v_T), v_TRU));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const failed = [];
+  let holes = [];
+  // units_agree: floor_unit == truncator_unit
+  if (!(v_floor_unit === v_truncator_unit)) {
+    failed.push("units_agree");
+  }
+  // floor_in_tail: Phi subset T
+  if (!isSubset(interval(...v_Phi), interval(...v_T))) {
+    failed.push("floor_in_tail");
+  }
+  // tail_intact: all(r in TR: empty(r & T))
+  if (!v_TR.every((v_r) => (intersect(interval(...v_r), interval(...v_T)).length === 0))) {
+    failed.push("tail_intact");
+  }
+  // seam_contiguous: t == 0 or d >= t
+  if (!((v_t === 0) || (v_d >= v_t))) {
+    failed.push("seam_contiguous");
+  }
+  // summary_honest: C subset I \ TRU
+  if (!isSubset(interval(...v_C), difference(interval(...v_I), v_TRU))) {
+    failed.push("summary_honest");
+  }
+  // no_hole: [0, n) subset covered
+  if (!isSubset(interval(...[0, v_n]), v_covered)) {
+    failed.push("no_hole");
+    holes = difference(interval(...[0, v_n]), v_covered);
+  }
+  return decision(failed, holes);
+}
+
+const CHECKERS = { seed: check_seed, strict: check_strict, partitioned: check_partitioned };
 
 /** Decide one compaction; fields must already be typed (see readCase). */
 export function check(profile, fields) {

@@ -1,6 +1,6 @@
-# GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.0.0, sha256 8c4a155f45177348); generator: tailguard.backends.python_render.
+# GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 c5b5e939ca510ff1); generator: tailguard.backends.python_render.
 # Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
-"""tailguard runtime checker, spec 1.0.0.
+"""tailguard runtime checker, spec 1.1.0.
 
 Standard library only: vendor this one file freely. Decide a compaction with
 ``check(profile, **case_fields)`` or ``check_case(mapping, profile)``; both return a
@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-SPEC_VERSION = '1.0.0'
-SPEC_SHA256 = '8c4a155f451773487b6e018dcd28d3e54ae8b87bff6d45da140c8e379f8e472b'
+SPEC_VERSION = '1.1.0'
+SPEC_SHA256 = 'c5b5e939ca510ff1aa0321ad79f517179e7c8694dcbc714fe86aafbb154c7e90'
 UNITS = ('turns', 'messages', 'tokens')
-PROFILES = ('seed', 'strict')
+PROFILES = ('seed', 'strict', 'partitioned')
 CLAUSES: dict[str, tuple[str, ...]] = {
     'seed': ('units_agree', 'floor_reach', 'truncation_clear'),
     'strict': ('well_formed', 'units_agree', 'floor_in_input', 'floor_in_tail', 'tail_intact', 'seam_contiguous', 'summary_honest', 'no_hole'),
+    'partitioned': ('well_formed', 'units_agree', 'floor_in_tail', 'tail_intact', 'seam_contiguous', 'summary_honest', 'no_hole'),
 }
 FIELDS = ('history_end', 'tail_start', 'summary_input', 'summary_covers', 'recovery_floor_span', 'floor_unit', 'truncator_unit', 'prior_truncations', 'prior_coverage', 'spills')
 
@@ -228,8 +229,58 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     return out
 
 
-_CHECKERS = {'seed': _check_seed, 'strict': _check_strict}
-_EXPLAINERS = {'seed': _explain_seed, 'strict': _explain_strict}
+def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
+    """Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input."""
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+        return Decision("refuse", ('well_formed',), ())
+    v_d = v_C[1]  # d = C.hi
+    v_T = (v_t, v_n)  # T = [t, n)
+    v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
+    v_TRU = _normalize(v_TR)  # TRU = union(TR)
+    v_covered = _union(_union(_union(_normalize(v_PC), _normalize(v_SP)), _difference(_intersect(_interval(*v_C), _interval(*v_I)), v_TRU)), _difference(_interval(*v_T), v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    failed: list[str] = []
+    holes: tuple[tuple[int, int], ...] = ()
+    if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
+        failed.append('units_agree')
+    if not _within(v_Phi, v_T):  # floor_in_tail: Phi subset T
+        failed.append('floor_in_tail')
+    if not all(_disjoint(v_r, v_T) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+        failed.append('tail_intact')
+    if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
+        failed.append('seam_contiguous')
+    if not _is_subset(_interval(*v_C), _difference(_interval(*v_I), v_TRU)):  # summary_honest: C subset I \ TRU
+        failed.append('summary_honest')
+    if not _is_subset(_interval(*(0, v_n)), v_covered):  # no_hole: [0, n) subset covered
+        failed.append('no_hole')
+        holes = tuple(_difference(_interval(*(0, v_n)), v_covered))
+    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+
+
+def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
+    out: list[str] = []
+    v_d = v_C[1]
+    v_T = (v_t, v_n)
+    v_Phi = (max(0, (v_n - v_F)), v_n)
+    v_TRU = _normalize(v_TR)
+    if 'well_formed' in failed:
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+    if 'units_agree' in failed:
+        out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
+    if 'floor_in_tail' in failed:
+        out.append('floor_in_tail' + ': ' + 'recovery floor {p0} is not inside retained tail {p1}'.format(p0=_fmt_pair(v_Phi), p1=_fmt_pair(v_T)))
+    if 'tail_intact' in failed:
+        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not _disjoint(v_r, v_T)), None)), p1=_fmt_pair(v_T)))
+    if 'seam_contiguous' in failed:
+        out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
+    if 'summary_honest' in failed:
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_difference(_interval(*v_C), _difference(_interval(*v_I), v_TRU)))))
+    if 'no_hole' in failed:
+        out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
+    return out
+
+
+_CHECKERS = {'seed': _check_seed, 'strict': _check_strict, 'partitioned': _check_partitioned}
+_EXPLAINERS = {'seed': _explain_seed, 'strict': _explain_strict, 'partitioned': _explain_partitioned}
 
 
 def check(profile: str, *, history_end: int, tail_start: int, summary_input: tuple[int, int], summary_covers: tuple[int, int], recovery_floor_span: int, floor_unit: str, truncator_unit: str, prior_truncations: list[tuple[int, int]], prior_coverage: list[tuple[int, int]], spills: list[tuple[int, int]]) -> Decision:

@@ -22,6 +22,10 @@ def render_clause_reference(spec: Spec) -> str:
     out += [f"| `{d.name}` | `{_cell(pretty(d.node))}` | {_cell(d.doc)} |" for d in spec.defines]
     for prof in spec.profiles:
         out += ["", f"#### Profile `{prof.id}`", "", prof.doc, ""]
+        if prof.extends:
+            dropped = ", ".join(f"`{c}`" for c in prof.without)
+            out.append(f"Defined as profile `{prof.extends}` without {dropped}: the same clause objects, "
+                       "so each is defined once.")
         if prof.report == "first":
             out.append("Clauses are checked in order; the first that fails is the only one reported.")
         else:

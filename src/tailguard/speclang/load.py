@@ -68,6 +68,8 @@ class Profile:
     report: str  # "first" | "all"
     wellformed: str  # clause id gating the rest, or ""
     clauses: tuple[Clause, ...]
+    extends: str = ""  # the profile this one is derived from, or ""
+    without: tuple[str, ...] = ()  # the base's clauses it drops
 
     def clause(self, cid: str) -> Clause:
         for c in self.clauses:
@@ -176,6 +178,11 @@ def load_spec(path: str | Path) -> Spec:
     profiles: list[Profile] = []
     for raw_p in data.get("profile", []):
         pid = ctx.string(raw_p, "id", "profile")
+        if any(p.id == pid for p in profiles):
+            raise ctx.fail(f"profile {pid}", pid, "duplicate profile id")
+        if "extends" in raw_p:
+            profiles.append(_derived_profile(ctx, raw_p, pid, profiles))
+            continue
         report = ctx.string(raw_p, "report", f"profile {pid}")
         if report not in ("first", "all"):
             raise ctx.fail(f"profile {pid}", pid, "report must be 'first' or 'all'")
@@ -215,3 +222,30 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError(f"{path}: no [[profile]] defined")
     return Spec(version, tuple(units), tuple(inputs), tuple(defines), tuple(profiles), str(path),
                 hashlib.sha256(raw).hexdigest())
+
+
+def _derived_profile(ctx: _Ctx, raw_p: dict[str, Any], pid: str, earlier: list[Profile]) -> Profile:
+    """A profile defined as an earlier one minus some of its clauses (``extends``/``without``).
+
+    The clauses are the base profile's own objects, in the base's order: a clause is defined
+    once, whichever profiles use it. Report mode and well-formedness gate are the base's.
+    """
+    where = f"profile {pid}"
+    base_id = ctx.string(raw_p, "extends", where)
+    base = next((p for p in earlier if p.id == base_id), None)
+    if base is None:
+        raise ctx.fail(where, pid, f"extends {base_id!r}, which is not a profile defined before it")
+    without = raw_p.get("without", [])
+    if not (isinstance(without, list) and all(isinstance(w, str) for w in without)):
+        raise ctx.fail(where, pid, "'without' must be a list of clause ids")
+    for cid in without:
+        if not any(c.id == cid for c in base.clauses):
+            raise ctx.fail(where, pid, f"without {cid!r}: profile {base_id!r} has no such clause")
+        if cid == base.wellformed:
+            raise ctx.fail(where, pid, f"without {cid!r}: the well-formedness gate cannot be dropped")
+    for key in ("report", "wellformed", "clause"):
+        if key in raw_p:
+            raise ctx.fail(where, pid, f"{key!r} is inherited from {base_id!r} and cannot be set here")
+    clauses = tuple(c for c in base.clauses if c.id not in without)
+    return Profile(pid, ctx.string(raw_p, "doc", where, required=False), base.report, base.wellformed,
+                   clauses, base_id, tuple(without))

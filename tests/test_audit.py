@@ -37,10 +37,10 @@ def test_seed_incident_strict_json() -> None:
     assert json.loads(out) == {
         "compactions": [{"line": 5, "decision": "refuse", "failed": ["no_hole"],
                          "holes": [[0, 8]]}],
-        "violations": 1,
+        "violations": 1, "refusals": 0,
     }
     assert out == ('{"compactions": [{"line": 5, "decision": "refuse", "failed": ["no_hole"], '
-                   '"holes": [[0, 8]]}], "violations": 1}\n')
+                   '"holes": [[0, 8]]}], "violations": 1, "refusals": 0}\n')
 
 
 def test_seed_incident_passes_the_seed_profile() -> None:
@@ -77,7 +77,7 @@ def test_healthy_trace_is_clean(profile: str) -> None:
 
 def test_no_compaction_is_clean(tmp_path: Path) -> None:
     code, out, _ = audit("--format", "json", write(tmp_path, HEADER, '{"event": "append"}'))
-    assert (code, out) == (0, '{"compactions": [], "violations": 0}\n')
+    assert (code, out) == (0, '{"compactions": [], "violations": 0, "refusals": 0}\n')
 
 
 def test_every_clause_and_override_in_text(tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ def test_inconsistent_integers_refuse_well_formed_not_input_error(tmp_path: Path
         ((), ":1: event: missing session header (empty log)\n"),
         (('{"event": "append"}',), ':1: event: expected the session header first, got "append"\n'),
         ((HEADER, '{"event": "rewind"}'),
-         ':2: event: unknown event kind "rewind"; known: append, truncate, compact, spill\n'),
+         ':2: event: unknown event kind "rewind"; known: append, truncate, compact, spill, evict_summary, refusal\n'),
         ((HEADER, '{"event": "truncate", "range": [0, 1.5]}'),
          ":2: range[1]: expected an integer, got 1.5\n"),
     ],

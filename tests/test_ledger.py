@@ -120,19 +120,35 @@ def _random_session(rnd: random.Random) -> None:
             lo, hi = off(), off()
             return (lo, hi) if rnd.random() < 0.05 else (min(lo, hi), max(lo, hi))
 
+        def consistent(lo: int, hi: int) -> bool:
+            return 0 <= lo <= hi <= led.history_end
+
         r = rnd.random()
+        probe = {"summary_input": (0, 0), "summary_covers": (0, 0), "tail_start": 0}
+        before = led.equivalent_case(**probe)  # type: ignore[arg-type]
         if r < 0.3:
-            led.append(rnd.randint(1, 4) if rnd.random() < 0.97 else -1)
-        elif r < 0.5:
-            led.truncate(*rng())
+            count = rnd.randint(1, 4) if rnd.random() < 0.97 else -1
+            if count >= 0:
+                led.append(count)
+                continue
+            with pytest.raises(ValueError, match="count"):  # a call error: nothing recorded
+                led.append(count)
         elif r < 0.6:
-            led.spill(*rng(), handle=None)
+            op = led.truncate if r < 0.5 else led.spill
+            lo, hi = rng()
+            if consistent(lo, hi):
+                op(lo, hi)
+                continue
+            with pytest.raises(ValueError, match="range"):
+                op(lo, hi)
         else:
             kw = {"summary_input": rng(), "summary_covers": rng(), "tail_start": off()}
-            for profile in ("strict", "seed"):
+            for profile in ("strict", "partitioned", "seed"):
                 got = led.decide(profile=profile, **kw)  # type: ignore[arg-type]
                 assert got == check_case(led.equivalent_case(**kw), profile), (profile, kw)  # type: ignore[arg-type]
             led.commit(override="test", **kw)  # type: ignore[arg-type]
+            continue
+        assert led.equivalent_case(**probe) == before  # type: ignore[arg-type]
 
 
 def test_ledger_equals_checker_on_random_sessions() -> None:
@@ -207,23 +223,26 @@ def test_log_header_and_events() -> None:
     ]
 
 
-def test_inconsistent_ranges_are_recorded_fail_closed() -> None:
-    led = Ledger(2)
+def test_inconsistent_ranges_raise_at_the_call_site() -> None:
+    log = io.StringIO()
+    led = Ledger(2, log=log)
     led.append(10)
-    led.truncate(7, 3)
-    d = led.decide(summary_input=(0, 10), summary_covers=(0, 8), tail_start=8)
+    for lo, hi, why in ((7, 3, r"\[7, 3\) is not an interval"), (-1, 3, "inside the history"),
+                        (0, 11, r"inside the history \[0, 10\)")):
+        for op in (led.truncate, led.spill):
+            with pytest.raises(ValueError, match=why):
+                op(lo, hi)
+    with pytest.raises(ValueError, match="count"):
+        led.append(-8)
+    assert len(log.getvalue().splitlines()) == 2  # nothing logged, nothing recorded
+    assert led.history_end == 10
+    # an inconsistent compaction is not a call error: it is refused, fail-closed
+    kw = {"summary_input": (0, 10), "summary_covers": (0, 8), "tail_start": 11}
+    d = led.decide(**kw)  # type: ignore[arg-type]
     assert d.failed == ("well_formed",)
-    assert "lo > hi" in led.explain(d, summary_input=(0, 10), summary_covers=(0, 8),
-                                    tail_start=8)[0]
-    # a spill past the history end heals once the history grows past it
-    led2 = Ledger(2)
-    led2.append(5)
-    led2.spill(0, 8)
-    kw = {"summary_input": (0, 5), "summary_covers": (0, 3), "tail_start": 3}
-    assert led2.decide(**kw).failed == ("well_formed",)  # type: ignore[arg-type]
-    led2.append(3)
-    kw = {"summary_input": (0, 8), "summary_covers": (0, 6), "tail_start": 6}
-    assert led2.decide(**kw).allowed  # type: ignore[arg-type]
+    assert "tail start 11 is outside [0, 10]" in led.explain(d, **kw)[0]  # type: ignore[arg-type]
+    with pytest.raises(UnrecoverableCompactionError, match="well_formed"):
+        led.commit(**kw)  # type: ignore[arg-type]
 
 
 def test_type_errors_at_record_time() -> None:
@@ -232,6 +251,7 @@ def test_type_errors_at_record_time() -> None:
         led.append(1.5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"range\[0\]"):
         led.truncate(True, 3)
+    led.append(1)
     with pytest.raises(TypeError, match="handle"):
         led.spill(0, 1, handle=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="summary_input"):

@@ -8,8 +8,13 @@ object per line; line 1 is the session header, every later line one event:
 - ``{"event": "append", "count": k}`` (``count`` defaults to 1)
 - ``{"event": "truncate", "range": [lo, hi]}``
 - ``{"event": "compact", "summary_input": [a, b], "summary_covers": [c, d], "tail_start": t}``
-  (optional ``"override": "reason"``: committed although refused)
+  (optional ``"override": "reason"``: committed although refused; spec 1.1 lineage, optional:
+  ``"summary": ID``, ``"saw": [ID, ...]``, ``"keeps": [ID, ...]``)
 - ``{"event": "spill", "range": [lo, hi], "handle": "..."}`` (``handle`` optional)
+- ``{"event": "evict_summary", "summary": ID}`` (spec 1.1: a budget stage evicted a summary)
+- ``{"event": "refusal", "summary_input": ..., "summary_covers": ..., "tail_start": t,``
+  ``"failed": [...], "holes": [...]}`` (spec 1.1: an attempted compaction the guard refused and
+  that was not committed; counted, never coverage)
 
 Extra keys are ignored. Blank lines are skipped. Offsets are JSON integers of any size;
 integers that are inconsistent (negative, reversed, past the history end) are not input
@@ -31,6 +36,8 @@ __all__ = [
     "Event",
     "EventLogError",
     "EventWriter",
+    "EvictSummary",
+    "Refusal",
     "Session",
     "Spill",
     "Truncate",
@@ -38,7 +45,7 @@ __all__ = [
     "parse_event",
 ]
 
-EVENT_KINDS = ("session", "append", "truncate", "compact", "spill")
+EVENT_KINDS = ("session", "append", "truncate", "compact", "spill", "evict_summary", "refusal")
 
 
 class EventLogError(ValueError):
@@ -74,6 +81,9 @@ class Compact(NamedTuple):
     summary_covers: tuple[int, int]
     tail_start: int
     override: str | None
+    summary: str | None = None  # the new summary's id; None: its ordinal among compactions
+    saw: tuple[str, ...] | None = None  # summaries seen whole; None: every one in the context
+    keeps: tuple[str, ...] = ()  # earlier summaries that stay in the context beside the new one
 
 
 class Spill(NamedTuple):
@@ -83,7 +93,23 @@ class Spill(NamedTuple):
     handle: str | None
 
 
-Event = Session | Append | Truncate | Compact | Spill
+class EvictSummary(NamedTuple):
+    line: int
+    summary: str
+
+
+class Refusal(NamedTuple):
+    """An attempted compaction that the guard refused and that was not committed."""
+
+    line: int
+    summary_input: tuple[int, int]
+    summary_covers: tuple[int, int]
+    tail_start: int
+    failed: tuple[str, ...]
+    holes: tuple[tuple[int, int], ...]
+
+
+Event = Session | Append | Truncate | Compact | Spill | EvictSummary | Refusal
 
 
 class _Bad(Exception):
@@ -112,6 +138,34 @@ def _str(obj: dict[str, Any], field: str) -> str:
     if not isinstance(value, str):
         raise _Bad(field, f"expected a string, got {_describe(value)}")
     return value
+
+
+def _ids(obj: dict[str, Any], field: str, *, null: bool) -> tuple[str, ...] | None:
+    """A list of summary ids; absent is None (``null`` also, when allowed)."""
+    if field not in obj or (null and obj[field] is None):
+        return None
+    value = obj[field]
+    if type(value) is not list:
+        what = "a list of summary ids (strings)" + (" or null" if null else "")
+        raise _Bad(field, f"expected {what}, got {_describe(value)}")
+    for i, sid in enumerate(value):
+        if not isinstance(sid, str):
+            raise _Bad(f"{field}[{i}]", f"expected a summary id (string), got {_describe(sid)}")
+    return tuple(value)
+
+
+def _opt_str(obj: dict[str, Any], field: str) -> str | None:
+    value = obj.get(field)
+    if value is not None and not isinstance(value, str):
+        raise _Bad(field, f"expected a string, got {_describe(value)}")
+    return value
+
+
+def _pairs(obj: dict[str, Any], field: str) -> tuple[tuple[int, int], ...]:
+    value = obj.get(field, [])
+    if type(value) is not list:
+        raise _Bad(field, f"expected a list of [lo, hi] pairs, got {_describe(value)}")
+    return tuple(_pair({field: v}, f"{field}[{i}]") for i, v in enumerate(value))
 
 
 def _pair(obj: dict[str, Any], field: str) -> tuple[int, int]:
@@ -164,15 +218,30 @@ def _parse(obj: object, line: int, first: bool) -> Event:
         lo, hi = _pair(obj, "range")
         return Truncate(line, lo, hi)
     if kind == "compact":
-        override = obj.get("override")
-        if override is not None and not isinstance(override, str):
-            raise _Bad("override", f"expected a string, got {_describe(override)}")
+        override = _opt_str(obj, "override")
         return Compact(
             line,
             _pair(obj, "summary_input"),
             _pair(obj, "summary_covers"),
             _int(obj, "tail_start"),
             override,
+            _opt_str(obj, "summary"),
+            _ids(obj, "saw", null=True),
+            _ids(obj, "keeps", null=True) or (),
+        )
+    if kind == "evict_summary":
+        return EvictSummary(line, _str(obj, "summary"))
+    if kind == "refusal":
+        failed = obj.get("failed", [])
+        if type(failed) is not list or not all(isinstance(f, str) for f in failed):
+            raise _Bad("failed", f"expected a list of clause ids (strings), got {_describe(failed)}")
+        return Refusal(
+            line,
+            _pair(obj, "summary_input"),
+            _pair(obj, "summary_covers"),
+            _int(obj, "tail_start"),
+            tuple(failed),
+            _pairs(obj, "holes"),
         )
     if kind == "spill":
         lo, hi = _pair(obj, "range")
@@ -303,6 +372,53 @@ class EventWriter:
             obj["override"] = override
         self._write(obj)
 
+    def compact_lineage(
+        self,
+        summary_input: tuple[int, int],
+        summary_covers: tuple[int, int],
+        tail_start: int,
+        override: str | None,
+        summary: str | None,
+        saw: tuple[str, ...] | None,
+        keeps: tuple[str, ...],
+    ) -> None:
+        """A ``compact`` line with the spec 1.1 lineage keys (only those that differ from the default)."""
+        obj: dict[str, Any] = {
+            "event": "compact",
+            "summary_input": list(summary_input),
+            "summary_covers": list(summary_covers),
+            "tail_start": tail_start,
+        }
+        if override is not None:
+            obj["override"] = override
+        if summary is not None:
+            obj["summary"] = summary
+        if saw is not None:
+            obj["saw"] = list(saw)
+        if keeps:
+            obj["keeps"] = list(keeps)
+        self._write(obj)
+
+    def evict_summary(self, summary: str) -> None:
+        self._write({"event": "evict_summary", "summary": summary})
+
+    def refusal(
+        self,
+        summary_input: tuple[int, int],
+        summary_covers: tuple[int, int],
+        tail_start: int,
+        failed: tuple[str, ...],
+        holes: tuple[tuple[int, int], ...],
+    ) -> None:
+        self._write({
+            "event": "refusal",
+            "summary_input": list(summary_input),
+            "summary_covers": list(summary_covers),
+            "tail_start": tail_start,
+            "failed": list(failed),
+            "holes": [list(h) for h in holes],
+        })  # fmt: skip
+
     def spill(self, lo: int, hi: int, handle: str | None = None) -> None:
         obj: dict[str, Any] = {"event": "spill", "range": [lo, hi]}
         if handle is not None:
@@ -318,7 +434,12 @@ class EventWriter:
         elif isinstance(event, Truncate):
             self.truncate(event.lo, event.hi)
         elif isinstance(event, Compact):
-            self.compact(event.summary_input, event.summary_covers, event.tail_start,
-                         event.override)
+            self.compact_lineage(event.summary_input, event.summary_covers, event.tail_start,
+                                 event.override, event.summary, event.saw, event.keeps)
+        elif isinstance(event, EvictSummary):
+            self.evict_summary(event.summary)
+        elif isinstance(event, Refusal):
+            self.refusal(event.summary_input, event.summary_covers, event.tail_start, event.failed,
+                         event.holes)
         else:
             self.spill(event.lo, event.hi, event.handle)

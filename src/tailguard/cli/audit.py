@@ -1,4 +1,4 @@
-"""``tailguard audit [--profile seed|strict] [--format text|json] TRACE.jsonl``.
+"""``tailguard audit [--profile seed|strict|partitioned] [--format text|json] TRACE.jsonl``.
 
 Replays an event log (``spec/SPEC.md, section 9``) and judges every compaction against the ledger
 state at that moment. Exit 0 when every compaction is allowed, 1 when any is refused, 2 for
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO, Protocol, TextIO
 
 from tailguard._generated.checker import PROFILES
-from tailguard.eventlog import EventLogError, Session, iter_events
+from tailguard.eventlog import EventLogError, Refusal, Session, iter_events
 from tailguard.ledger import Verdict, replay
 
 PROG = "tailguard audit"
@@ -33,8 +33,11 @@ _PROGRESS_EVERY = 1 << 16  # lines between clock checks
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", metavar="TRACE.jsonl", help="the event log ('-' reads stdin)")
-    parser.add_argument("--profile", default="strict", help="seed or strict (default strict)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--profile", default="strict",
+                        help="seed, strict or partitioned (default strict; partitioned for pipelines "
+                             "whose summarizer sees the candidates but not the kept tail)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: a post-mortem of every refused compaction (default); json: one object")
 
 
 def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
@@ -81,14 +84,17 @@ def _audit(
 ) -> tuple[int, int]:
     """Write the report to ``out``; return (compactions, violations)."""
     explain = fmt == "text"
-    results = replay(iter_events(lines, where), profile=profile, explain=explain)
+    results = replay(iter_events(lines, where), profile=profile, explain=explain, source=where)
     header = next(results)
     assert isinstance(header, Session)
-    compactions = violations = 0
+    compactions = violations = refusals = 0
     if not explain:
         out.write('{"compactions": [')
     dumps = json.dumps
     for v in results:
+        if type(v) is Refusal:
+            refusals += 1
+            continue
         assert isinstance(v, Verdict)
         compactions += 1
         refused = not v.decision.allowed
@@ -100,9 +106,13 @@ def _audit(
     if explain:
         noun = "compaction" if compactions == 1 else "compactions"
         tally = f"{violations} refused" if violations else "all allowed"
-        out.write(f"{where}: {compactions} {noun} judged, {tally} (profile {profile})\n")
+        logged = ""
+        if refusals:
+            attempts = "attempt" if refusals == 1 else "attempts"
+            logged = f"; {refusals} refused {attempts} logged by the guard and not committed"
+        out.write(f"{where}: {compactions} {noun} judged, {tally} (profile {profile}){logged}\n")
     else:
-        out.write(f'], "violations": {violations}}}\n')
+        out.write(f'], "violations": {violations}, "refusals": {refusals}}}\n')
     return compactions, violations
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli_helpers import run_cli
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "policies"
 SEED, REPAIRED = str(EX / "seed-incident.toml"), str(EX / "seed-repaired.toml")
 OPENHANDS = str(EX / "openhands-window-then-summarizer.toml")
+LANGCHAIN = str(EX / "langchain-no-trim.toml")
 
 
 def test_safe_exit_0_and_json_object() -> None:
@@ -65,18 +68,51 @@ def test_text_reads_like_a_linter() -> None:
     assert "session (9 appends" in out and "fix:" in out
 
 
-def test_emitted_trace_makes_the_audit_report_the_loss(tmp_path: Path) -> None:
+@pytest.mark.parametrize("profile", ["partitioned", "strict"])
+def test_emitted_trace_makes_the_audit_report_the_loss(tmp_path: Path, profile: str) -> None:
+    """Audited under the same profile, the emitted log allows every compaction before the
+    model's loss and refuses the one that judges it, its last line."""
     for policy in sorted(EX.glob("*.toml")):
-        log = tmp_path / f"{policy.stem}.jsonl"
-        code, _, _ = run_cli("check-config", "--emit-trace", str(log), str(policy))
+        log = tmp_path / f"{policy.stem}-{profile}.jsonl"
+        code, _, _ = run_cli("check-config", "--profile", profile, "--emit-trace", str(log), str(policy))
         if code == 0:
             assert not log.exists()
             continue
-        header = json.loads(log.read_text(encoding="utf-8").splitlines()[0])
-        assert header["event"] == "session" and header["unit"] == "turns"
-        code, out, _ = run_cli("audit", str(log))
+        lines = log.read_text(encoding="utf-8").splitlines()
+        header = json.loads(lines[0])
+        assert header["event"] == "session" and header["unit"] == header["floor_unit"]
+        assert header["source"]["profile"] == profile
+        code, out, _ = run_cli("audit", "--profile", profile, "--format", "json", str(log))
         assert code == 1, out
-        assert "no_hole" in out or "floor_in" in out
+        judged = json.loads(out)["compactions"]
+        assert [c["decision"] for c in judged] == ["allow"] * (len(judged) - 1) + ["refuse"], policy
+        assert judged[-1]["line"] == len(lines)
+        assert {"no_hole", "floor_in_tail", "floor_in_input"} & set(judged[-1]["failed"])
+
+
+def test_profile_flag_and_reports_name_it() -> None:
+    code, out, _ = run_cli("check-config", "--format", "json", LANGCHAIN)
+    assert code == 0
+    data = json.loads(out)
+    assert (data["verdict"], data["profile"]) == ("safe", "partitioned")
+    code, out, _ = run_cli("check-config", "--profile", "strict", "--format", "json", LANGCHAIN)
+    assert code == 1
+    data = json.loads(out)
+    assert (data["verdict"], data["profile"]) == ("unsafe", "strict")
+    [floor] = data["findings"]
+    assert floor["kind"] == "floor" and floor["detail"] == "floor turns not in the summarizer input"
+    assert "summarizer" in floor["explanation"] and floor["trace"]
+    code, out, _ = run_cli("check-config", "--profile", "strict", LANGCHAIN)
+    assert code == 1 and "profile strict" in out
+    assert "fix: show the summarizer the tail too" in out
+    code, out, _ = run_cli("check-config", REPAIRED)
+    assert code == 0 and "profile partitioned" in out
+    code, out, _ = run_cli("check-config", "--profile", "strict", "--format", "sarif", LANGCHAIN)
+    run = json.loads(out)["runs"][0]
+    assert run["properties"]["profile"] == "strict"
+    assert [(r["ruleId"], r["properties"]["profile"]) for r in run["results"]] == [("floor", "strict")]
+    code, out, _ = run_cli("check-config", "--profile", "seed", LANGCHAIN)  # argparse: usage error
+    assert code == 2 and out == ""
 
 
 def test_suggest_boundary_is_exact(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Differential test: the z3 engine agrees with the exhaustive explorer on random small
-policies (every knob, every stage order, pinned turns, base tokens).
+policies (every knob, every stage order, pinned turns, base tokens, ``input`` of each
+compact stage) under both check-config profiles (``partitioned`` and ``strict``).
 
 Longer run (1,000 policies, about 2.5 minutes on 2 cores)::
 
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tailguard.pipeline.explorer import explore
-from tailguard.pipeline.model import replay
+from tailguard.pipeline.model import PROFILES, Profile, replay
 from tailguard.pipeline.policy import Compact, Policy, Stage, Truncate
 from tailguard.pipeline.solver import Budget, decide
 
@@ -29,7 +30,8 @@ def stages(draw: st.DrawFn) -> Stage:
     keep_unit = draw(units)
     keep = draw(st.integers(0, 4) if keep_unit == "turns" else st.integers(0, 8))
     return Compact(draw(units), draw(st.integers(0, 14)), keep_unit, keep,
-                   draw(st.integers(0, 3)), draw(st.sampled_from([0, 0, 1, 2, 3, 5, 8])))
+                   draw(st.integers(0, 3)), draw(st.sampled_from([0, 0, 1, 2, 3, 5, 8])),
+                   input=draw(st.sampled_from(["candidates", "all"])))
 
 
 @st.composite
@@ -43,32 +45,35 @@ def policies(draw: st.DrawFn) -> Policy:
     )
 
 
-def _agree(policy: Policy) -> None:
-    oracle = explore(policy, max_states=50_000)
+profiles = st.sampled_from(PROFILES)
+
+
+def _agree(policy: Policy, profile: Profile) -> None:
+    oracle = explore(policy, max_states=50_000, profile=profile)
     if oracle.verdict == "unknown":
         return
-    got = decide(policy, Budget(spacer_ms=10_000))
-    assert got.verdict == oracle.verdict, (policy, oracle, got)
-    assert len(got.trace) == len(oracle.trace), (policy, oracle.trace, got.trace)
+    got = decide(policy, Budget(spacer_ms=10_000), profile=profile)
+    assert got.verdict == oracle.verdict, (profile, policy, oracle, got)
+    assert len(got.trace) == len(oracle.trace), (profile, policy, oracle.trace, got.trace)
     if got.trace:
-        found, at = replay(policy, list(got.trace))
+        found, at = replay(policy, list(got.trace), profile)
         assert at == len(got.trace) and found
         assert {f.kind for f in found} <= {f.kind for f in got.findings}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(policies())
-def test_solver_agrees_with_explorer(policy: Policy) -> None:
-    _agree(policy)
+@given(policies(), profiles)
+def test_solver_agrees_with_explorer(policy: Policy, profile: Profile) -> None:
+    _agree(policy, profile)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("TAILGUARD_SLOW"), reason="set TAILGUARD_SLOW=1")
 @settings(max_examples=int(os.environ.get("TAILGUARD_AGREE_EXAMPLES", "1000")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(policies())
-def test_solver_agrees_with_explorer_long(policy: Policy) -> None:
-    _agree(policy)
+@given(policies(), profiles)
+def test_solver_agrees_with_explorer_long(policy: Policy, profile: Profile) -> None:
+    _agree(policy, profile)
 
 
 def test_generator_reaches_both_verdicts() -> None:
@@ -79,3 +84,20 @@ def test_generator_reaches_both_verdicts() -> None:
                     Compact("tokens", 11, "turns", 2, 1)))
     assert explore(safe).verdict == "safe" and decide(safe).verdict == "safe"
     assert explore(unsafe).verdict == "unsafe" and decide(unsafe).verdict == "unsafe"
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_profiles_and_input_decide_the_floor_rule(profile: Profile) -> None:
+    """The new rule, both engines: ``strict`` with ``input = "candidates"`` and a floor
+    refuses the first compaction (the floor is never in the summarizer's input); with
+    ``input = "all"``, or under ``partitioned``, the policy is safe."""
+    for shown in ("candidates", "all"):
+        policy = Policy("p", 1, 3, 2, "turns", (Compact("tokens", 6, "turns", 2, 1, input=shown),))
+        unsafe = profile == "strict" and shown == "candidates"
+        oracle = explore(policy, profile=profile)
+        got = decide(policy, profile=profile)
+        assert oracle.verdict == got.verdict == ("unsafe" if unsafe else "safe"), (shown, oracle, got)
+        if unsafe:
+            assert len(got.trace) == len(oracle.trace)
+            assert [(f.kind, f.detail) for f in got.findings] == [
+                ("floor", "floor turns not in the summarizer input")]

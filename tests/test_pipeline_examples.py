@@ -1,5 +1,7 @@
-"""Bundled example policies: each file states its expected verdict; the engine must
-reach it within the 2-second budget, and every unsafe trace must replay."""
+"""Bundled example policies: each file states its expected verdict under the default
+profile (``partitioned``) and under ``strict``; the engine must reach it within the
+2-second budget, every unsafe trace must replay, and its emitted event log, audited under
+the same profile, must refuse exactly its last compaction."""
 
 from __future__ import annotations
 
@@ -9,26 +11,42 @@ from pathlib import Path
 
 import pytest
 
-from tailguard.pipeline.model import replay
+from tailguard.eventlog import iter_events
+from tailguard.ledger import Verdict
+from tailguard.ledger import replay as audit
+from tailguard.pipeline.model import PROFILES, Profile, replay
 from tailguard.pipeline.policy import load_policy
 from tailguard.pipeline.solver import decide
+from tailguard.pipeline.trace import render_jsonl, session_events
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples" / "policies").glob("*.toml"))
 
 
+def expected_verdict(text: str, profile: Profile) -> str:
+    """``Expected verdict: X`` (default profile) / ``Expected verdict under strict: Y``."""
+    label = "Expected verdict under strict" if profile == "strict" else "Expected verdict"
+    found = re.search(rf"{label}: (\w+)", text)
+    assert found, f"the file does not state {label!r}"
+    return found.group(1)
+
+
 def test_examples_exist() -> None:
-    assert len(EXAMPLES) >= 4
+    assert len(EXAMPLES) >= 5
 
 
+@pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_example_verdict(path: Path) -> None:
-    expected = re.search(r"Expected verdict: (\w+)", path.read_text(encoding="utf-8"))
-    assert expected, f"{path.name} does not state its expected verdict"
+def test_example_verdict(path: Path, profile: Profile) -> None:
+    expected = expected_verdict(path.read_text(encoding="utf-8"), profile)
     policy = load_policy(str(path))
     start = time.perf_counter()
-    decision = decide(policy)
+    decision = decide(policy, profile=profile)
     assert time.perf_counter() - start < 2.0
-    assert decision.verdict == expected.group(1)
+    assert decision.verdict == expected
     if decision.verdict == "unsafe" and decision.trace:
-        found, at = replay(policy, list(decision.trace))
+        found, at = replay(policy, list(decision.trace), profile)
         assert at == len(decision.trace) and found
+        log = render_jsonl(session_events(policy, list(decision.trace), profile))
+        verdicts = [v for v in audit(iter_events(log.splitlines()), profile=profile)
+                    if isinstance(v, Verdict)]
+        assert [v.decision.allowed for v in verdicts] == [True] * (len(verdicts) - 1) + [False]

@@ -45,11 +45,26 @@ def test_defaults_apply() -> None:
     (("floor = 3", "flor = 3"), "p.toml:3: flor: unknown key"),
     (('kind = "truncate"', 'kind = "trim"'), "p.toml:7: stage.0.kind: unknown stage kind 'trim'"),
     (("floor = 3", "floor = true"), "p.toml:3: floor: expected a non-negative integer, got True"),
+    (("summary_tokens = 5", 'summary_tokens = 5\ninput = "tail"'),
+     'p.toml:18: stage.1.input: must be "candidates" or "all", got \'tail\''),
+    (("summary_tokens = 5", "summary_tokens = 5\ninput = 1"),
+     'p.toml:18: stage.1.input: must be "candidates" or "all", got 1'),
+    (("summary_tokens = 5", 'summary_tokens = 5\ninput = "All"'),
+     'p.toml:18: stage.1.input: must be "candidates" or "all", got \'All\''),
+    (('limit = 9', 'limit = 9\ninput = "all"'), "p.toml:10: stage.0.input: unknown key"),
 ])
 def test_errors_name_file_line_key(edit: tuple[str, str], message: str) -> None:
     with pytest.raises(PolicyError) as info:
         parse_policy(GOOD.replace(*edit, 1), "p.toml")
     assert str(info.value).startswith(message)
+
+
+def test_input_parses() -> None:
+    stages = parse_policy(GOOD + 'input = "all"\n', "p.toml").stages
+    assert isinstance(stages[1], Compact) and stages[1].input == "all"
+    stages = parse_policy(GOOD + 'input = "candidates"\n', "p.toml").stages
+    assert isinstance(stages[1], Compact) and stages[1].input == "candidates"
+    assert Compact("tokens", 1, "turns", 1, 1).input == "candidates"
 
 
 def test_toml_syntax_error_has_line() -> None:

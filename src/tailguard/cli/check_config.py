@@ -1,7 +1,9 @@
 """``tailguard check-config``: prove a compaction policy safe for every session, or break it.
 
-Exit 0 all safe, 1 any unsafe, 3 any unknown and none unsafe, 2 unusable input
-(``FILE:LINE: key: reason``, never a traceback).
+``--profile partitioned`` (default) or ``strict`` picks the floor rule (brief 6b): the
+newest F units verbatim in the context after every compaction, and under ``strict`` also
+inside the summarizer's input. Exit 0 all safe, 1 any unsafe, 3 any unknown and none
+unsafe, 2 unusable input (``FILE:LINE: key: reason``, never a traceback).
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register check-config's options."""
     parser.add_argument("policies", nargs="+", metavar="POLICY.toml")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    parser.add_argument("--profile", choices=("partitioned", "strict"), default="partitioned",
+                        help="partitioned (default): the floor stays verbatim in the context; "
+                             "strict: it must also be in the summarizer's input "
+                             "(audit the emitted trace with the same profile)")
     parser.add_argument("--suggest", action="store_true",
                         help="for each knob, the nearest value that makes the policy safe")
     parser.add_argument("--emit-trace", metavar="FILE",
@@ -36,24 +42,31 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.depth < 1 or args.spacer_ms < 1:
         print("tailguard check-config: --depth and --spacer-ms must be >= 1", file=stderr)
         return 2
+    from tailguard.pipeline.model import Profile
     from tailguard.pipeline.report import Report, render_json, render_sarif, render_text
     from tailguard.pipeline.solver import Budget, decide
     from tailguard.pipeline.suggest import suggest
     from tailguard.pipeline.trace import render_jsonl, session_events
 
+    profile: Profile = "strict" if args.profile == "strict" else "partitioned"
     budget = Budget(depth=args.depth, spacer_ms=args.spacer_ms)
     reports: list[Report] = []
     for policy in policies:
-        decision = decide(policy, budget)
+        decision = decide(policy, budget, profile=profile)
         progress = (lambda line: print(line, file=stderr, flush=True)) if stderr.isatty() else None
-        extra = suggest(policy, budget, progress) if args.suggest and decision.verdict != "safe" else []
+        extra = (suggest(policy, budget, progress, profile=profile)
+                 if args.suggest and decision.verdict != "safe" else [])
         reports.append(Report(policy, decision, extra))
     if args.emit_trace:
         failing = next((r for r in reports if r.decision.trace), None)
         if failing is None:
             print("tailguard check-config: no failing session to emit", file=stderr)
         else:
-            events = session_events(failing.policy, list(failing.decision.trace))
+            events = session_events(failing.policy, list(failing.decision.trace), profile)
+            if not any(f.kind in ("hole", "floor") for f in failing.decision.findings):
+                print(f"tailguard check-config: {failing.policy.file}: the failing session only "
+                      "overflows, which an event log cannot show: every compaction in "
+                      f"{args.emit_trace} is allowed", file=stderr)
             try:
                 Path(args.emit_trace).write_text(render_jsonl(events), encoding="utf-8")
             except OSError as exc:

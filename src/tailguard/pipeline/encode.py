@@ -19,6 +19,7 @@ from typing import Any
 
 import z3
 
+from tailguard.pipeline.model import DEFAULT_PROFILE, Profile
 from tailguard.pipeline.policy import Compact, Policy, Truncate
 
 Z = Any  # z3 expressions are untyped
@@ -119,8 +120,21 @@ def floor_lost(tail_turns: Z, tail_tokens: Z, floor: Z, unit: str) -> Z:
     return tail_turns < floor if unit == "turns" else tail_tokens < floor
 
 
-def encode_step(policy: Policy, st: AState, x: Z, tag: str) -> Step:
-    """Encode append of ``x`` then every stage; ``tag`` names fresh variables."""
+def floor_unshown(policy: Policy, stage: Compact, profile: Profile) -> bool:
+    """At a clean compaction that summarizes at least one turn, whether the floor misses
+    the summarizer's input. Only ``strict`` asks for it. With ``input = "all"`` the input
+    is the candidates (all seen: else a hole) and the tail, which holds the floor (else
+    ``floor_lost``); with ``"candidates"`` the newest turn is in the floor whenever
+    ``F > 0``, and it is either in the tail (not shown) or a candidate (not in the context,
+    ``floor_lost``): every such compaction misses it."""
+    return profile == "strict" and stage.input == "candidates" and policy.floor > 0
+
+
+def encode_step(
+    policy: Policy, st: AState, x: Z, tag: str, profile: Profile = DEFAULT_PROFILE
+) -> Step:
+    """Encode append of ``x`` then every stage under ``profile``; ``tag`` names fresh
+    variables."""
     width = len(st.w)
     lo, hi = policy.turn_min, policy.turn_max
     pin = st.p < policy.keep_first
@@ -145,6 +159,8 @@ def encode_step(policy: Policy, st: AState, x: Z, tag: str) -> Step:
         input_ok += ok
         fire = z3.And(occupancy(policy, cur, stage.trigger_unit) >= stage.trigger, kt < cur.L)
         loss = floor_lost(kt, total, policy.floor, policy.floor_unit)
+        if floor_unshown(policy, stage, profile):
+            loss = z3.BoolVal(True)
         if stage.input_limit > 0:
             loss = z3.Or(loss, cur.S - total > stage.input_limit)
         bad.append((i, z3.And(*conds, fire, loss)))

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
-from tailguard.pipeline.model import Finding, State, static_findings, step
+from tailguard.pipeline.model import DEFAULT_PROFILE, Finding, Profile, State, static_findings, step
 from tailguard.pipeline.policy import Policy
 
 Key = tuple[int, int, int, bool, tuple[int, ...]]
@@ -39,8 +39,11 @@ def _key(policy: Policy, state: State) -> Key:
     return (len(state.pinned), pinned, state.summary_tokens if state.summary else -1, removed, sizes)
 
 
-def explore(policy: Policy, max_states: int = 200_000) -> Exploration:
-    """Search every session breadth-first; ``unknown`` when ``max_states`` runs out."""
+def explore(
+    policy: Policy, max_states: int = 200_000, profile: Profile = DEFAULT_PROFILE
+) -> Exploration:
+    """Search every session breadth-first under ``profile``; ``unknown`` when ``max_states``
+    runs out."""
     static = tuple(static_findings(policy))
     if not policy.stages:
         return Exploration("unsafe" if static else "safe", static, (), 1)
@@ -51,7 +54,7 @@ def explore(policy: Policy, max_states: int = 200_000) -> Exploration:
         state, trace = queue.popleft()
         for size in range(policy.turn_min, policy.turn_max + 1):
             nxt = state.copy()
-            found = step(policy, nxt, size)
+            found = step(policy, nxt, size, profile=profile)
             if found:
                 return Exploration("unsafe", static + tuple(found), (*trace, size), len(seen))
             key = _key(policy, nxt)

@@ -14,6 +14,7 @@ from typing import Any
 import z3
 
 from tailguard.pipeline.encode import AState, basic, encode_step, fresh_state, init_state, occupancy
+from tailguard.pipeline.model import DEFAULT_PROFILE, Profile
 from tailguard.pipeline.policy import Policy, Truncate
 
 Lemma = Callable[[AState], Any]
@@ -54,13 +55,15 @@ def _bound(policy: Policy, unit: str, value: int, guard: str) -> Lemma:
     return lemma
 
 
-def houdini(policy: Policy, width: int, rlimit: int, rounds: int = 60) -> Lemma | None:
+def houdini(
+    policy: Policy, width: int, rlimit: int, rounds: int = 60, profile: Profile = DEFAULT_PROFILE
+) -> Lemma | None:
     """The strongest conjunction of candidates that is inductive and excludes every
     finding, or ``None``."""
     pool = [c for c in candidates(policy) if z3.is_true(z3.simplify(c(init_state(width))))]
     st = fresh_state("h", width)
     x = z3.Int("x")
-    step = encode_step(policy, st, x, "hd")
+    step = encode_step(policy, st, x, "hd", profile)
     base = z3.And(basic(policy, st), step.input_ok, step.clean)
     for _ in range(rounds):
         solver = z3.Solver()

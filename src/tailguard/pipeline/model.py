@@ -1,7 +1,12 @@
-"""Executable concrete model of the reference pipeline (brief section 6).
+"""Executable concrete model of the reference pipeline (brief sections 6 and 6b).
 
 This is the authority every verdict is replayed through: solver and explorer
 traces count only once :func:`replay` reproduces their finding here.
+
+Profiles (brief 6b): the floor rule of section 6 (the newest F units verbatim in the
+context after every compaction) is ``partitioned``'s; ``strict`` also requires them
+inside what the summarizer was shown (the seen candidates, plus the retained tail
+when the stage says ``input = "all"``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,13 @@ from typing import Literal
 from tailguard.pipeline.policy import Compact, Policy, Truncate
 
 Kind = Literal["hole", "floor", "overflow", "unenforceable"]
+Profile = Literal["partitioned", "strict"]
+PROFILES: tuple[Profile, ...] = ("partitioned", "strict")
+DEFAULT_PROFILE: Profile = "partitioned"
+
+# Finding.detail of the two floor violations (a report tells them apart by it)
+FLOOR_CONTEXT = "floor turns not in context"
+FLOOR_INPUT = "floor turns not in the summarizer input"
 
 
 @dataclass(frozen=True)
@@ -27,10 +39,19 @@ class Finding:
 
 @dataclass(frozen=True)
 class Event:
-    """What a stage did, for event logs: ``truncate`` ranges, ``compact`` ranges."""
+    """What a stage did, for event logs (:mod:`tailguard.pipeline.trace`), in turn indices.
 
-    kind: Literal["append", "truncate", "compact", "attempt"]
+    ``append (size,)``; ``truncate (lo, hi)``: turns ``[lo, hi)`` dropped; ``compact
+    (stage, seen, tail)``: candidates ``[.., tail)`` replaced by a summary of
+    ``[seen, tail)`` (``seen == tail``: none seen), the tail starting at turn ``tail``;
+    ``attempt (tail,)``: a triggered compaction with nothing to summarize; ``loss ()``:
+    ``finding`` (a hole or floor violation) happened here: before the ``compact`` event
+    of the compaction that caused it, after the ``truncate`` event that caused it.
+    """
+
+    kind: Literal["append", "truncate", "compact", "attempt", "loss"]
     data: tuple[int, ...]
+    finding: Finding | None = None
 
 
 @dataclass
@@ -101,7 +122,13 @@ def static_findings(policy: Policy) -> list[Finding]:
     ]
 
 
-def step(policy: Policy, state: State, size: int, events: list[Event] | None = None) -> list[Finding]:
+def step(
+    policy: Policy,
+    state: State,
+    size: int,
+    events: list[Event] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> list[Finding]:
     """Append one turn of ``size`` tokens, run every stage in order; return what was lost."""
     found: list[Finding] = []
     number = len(state.sizes) + 1
@@ -116,19 +143,27 @@ def step(policy: Policy, state: State, size: int, events: list[Event] | None = N
             while state.occupancy(policy, stage.unit) > stage.limit and state.verbatim:
                 dropped.append(state.verbatim.pop(0))
             if dropped:
-                found.append(Finding("hole", i, number, tuple(dropped), "truncated, never summarized"))
+                hole = Finding("hole", i, number, tuple(dropped), "truncated, never summarized")
+                found.append(hole)
                 if events is not None:
                     events.append(Event("truncate", (dropped[0], dropped[-1] + 1)))
+                    events.append(Event("loss", (), hole))
             if state.occupancy(policy, stage.unit) > stage.limit:
                 occ = state.occupancy(policy, stage.unit)
                 found.append(Finding("overflow", i, number, (), f"{occ} {stage.unit} > {stage.limit}"))
         else:
-            found.extend(_compact(policy, state, stage, i, number, events))
+            found.extend(_compact(policy, state, stage, i, number, events, profile))
     return found
 
 
 def _compact(
-    policy: Policy, state: State, stage: Compact, i: int, number: int, events: list[Event] | None
+    policy: Policy,
+    state: State,
+    stage: Compact,
+    i: int,
+    number: int,
+    events: list[Event] | None,
+    profile: Profile,
 ) -> list[Finding]:
     if state.occupancy(policy, stage.trigger_unit) < stage.trigger:
         return []
@@ -151,22 +186,31 @@ def _compact(
     state.verbatim = state.verbatim[len(candidates) :]
     state.summary = True
     state.summary_tokens = stage.summary_tokens
-    if events is not None:  # unclipped, the summarizer also sees pinned turns and the old summary
-        input_lo = 0 if len(seen) == len(candidates) else (seen[0] if seen else candidates[-1] + 1)
-        events.append(Event("compact", (input_lo, candidates[-1] + 1, candidates[-1] + 1)))
+    floor = floor_turns(policy, state.sizes)
     in_context = set(state.pinned) | set(state.verbatim)
-    lost = [j for j in floor_turns(policy, state.sizes) if j not in in_context]
+    lost = [j for j in floor if j not in in_context]
     if lost:
-        found.append(Finding("floor", i, number, tuple(lost), "floor turns not in context"))
+        found.append(Finding("floor", i, number, tuple(lost), FLOOR_CONTEXT))
+    if profile == "strict":  # what the summarizer was shown (the earlier summary aside)
+        shown = set(seen) | (set(state.verbatim) if stage.input == "all" else set())
+        unshown = [j for j in floor if j not in shown]
+        if unshown:
+            found.append(Finding("floor", i, number, tuple(unshown), FLOOR_INPUT))
+    if events is not None:
+        events.extend(Event("loss", (), f) for f in found)
+        tail_start = candidates[-1] + 1
+        events.append(Event("compact", (i, seen[0] if seen else tail_start, tail_start)))
     return found
 
 
-def replay(policy: Policy, trace: list[int]) -> tuple[list[Finding], int]:
+def replay(
+    policy: Policy, trace: list[int], profile: Profile = DEFAULT_PROFILE
+) -> tuple[list[Finding], int]:
     """Run ``trace`` from the empty session; return the findings of the first step that has
     any, and that step (0 when the whole trace is clean)."""
     state = State()
     for number, size in enumerate(trace, start=1):
-        found = step(policy, state, size)
+        found = step(policy, state, size, profile=profile)
         if found:
             return found, number
     return [], 0

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 Unit = Literal["turns", "tokens"]
 UNITS: tuple[str, ...] = ("turns", "tokens")
+Input = Literal["candidates", "all"]
+INPUTS: tuple[str, ...] = ("candidates", "all")
 
 
 class PolicyError(ValueError):
@@ -36,7 +38,12 @@ class Truncate:
 
 @dataclass(frozen=True)
 class Compact:
-    """Lossy summarization of everything but the retained tail."""
+    """Lossy summarization of everything but the retained tail.
+
+    ``input``: what the summarizer is shown besides the earlier summary: the (seen)
+    candidates only (``"candidates"``, the default: LangChain, the OpenAI Agents SDK,
+    OpenHands) or the candidates and the retained tail (``"all"``, the seed's incident).
+    """
 
     trigger_unit: Unit
     trigger: int
@@ -46,6 +53,7 @@ class Compact:
     input_limit: int = 0
     line: int = 0
     kind: Literal["compact"] = "compact"
+    input: Input = "candidates"
 
 
 Stage = Truncate | Compact
@@ -90,7 +98,7 @@ class Policy:
 _TOP = {"name", "base_tokens", "keep_first", "turn_tokens", "floor", "floor_unit", "stage"}
 _TRUNCATE = {"kind", "unit", "limit"}
 _COMPACT = {
-    "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit",
+    "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit", "input",
 }
 _KEY_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]*\")\s*=")
 
@@ -148,6 +156,13 @@ class _Reader:
             raise self.fail(path, f"unit must be \"turns\" or \"tokens\", got {value!r}")
         return "turns" if value == "turns" else "tokens"
 
+    def choice(self, table: dict[str, Any], key: str, path: str, allowed: tuple[str, ...]) -> str:
+        value = table.get(key, allowed[0])
+        if not isinstance(value, str) or value not in allowed:
+            choices = " or ".join(f'"{a}"' for a in allowed)
+            raise self.fail(path, f"must be {choices}, got {value!r}")
+        return value
+
     def unknown(self, table: dict[str, Any], allowed: set[str], path: str) -> None:
         for key in table:
             if key not in allowed:
@@ -177,6 +192,7 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
             summary_tokens=r.integer(raw, "summary_tokens", f"{path}.summary_tokens", None),
             input_limit=r.integer(raw, "input_limit", f"{path}.input_limit", 0),
             line=line,
+            input="all" if r.choice(raw, "input", f"{path}.input", INPUTS) == "all" else "candidates",
         )
     reason = "required key is missing" if kind is None else f"unknown stage kind {kind!r}"
     raise r.fail(f"{path}.kind", reason + " (expected \"truncate\" or \"compact\")")

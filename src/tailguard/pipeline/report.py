@@ -6,13 +6,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tailguard.pipeline.model import Finding
+from tailguard.pipeline.model import FLOOR_INPUT, Finding
 from tailguard.pipeline.policy import Compact, Policy, Truncate
 from tailguard.pipeline.solver import Decision
 
 RULES: dict[str, str] = {
     "hole": "a turn leaves the context without ever being summarized",
-    "floor": "a compaction leaves part of the recovery floor out of the context",
+    "floor": "a compaction leaves part of the recovery floor out of the context (profile strict: or "
+             "out of the summarizer's input)",
     "overflow": "the context stays over a truncate limit with nothing left to drop",
     "unenforceable": "the recovery floor's unit differs from a truncator's unit",
     "unknown": "the checker ran out of budget before deciding",
@@ -24,6 +25,14 @@ HINTS: dict[str, str] = {
     "overflow": "raise the limit or shrink what cannot be dropped (base, pinned, summary)",
     "unenforceable": "express the floor in the truncator's unit",
 }
+HINT_FLOOR_INPUT = ("show the summarizer the tail too (input = \"all\"), or, if the framework "
+                    "keeps the tail verbatim without summarizing it, check and audit with "
+                    "--profile partitioned")
+
+
+def hint(f: Finding) -> str:
+    """The fix sentence for a finding."""
+    return HINT_FLOOR_INPUT if f.kind == "floor" and f.detail == FLOOR_INPUT else HINTS[f.kind]
 
 
 @dataclass
@@ -49,9 +58,14 @@ def describe_stage(policy: Policy, index: int) -> str:
 
 
 def _ranges(offsets: tuple[int, ...]) -> str:
-    if not offsets:
-        return ""
-    return f"turns [{offsets[0]}, {offsets[-1] + 1})"
+    """``turns [3, 5), [7, 8)``: maximal runs of turn indices."""
+    runs: list[list[int]] = []
+    for i in sorted(offsets):
+        if runs and runs[-1][1] == i:
+            runs[-1][1] = i + 1
+        else:
+            runs.append([i, i + 1])
+    return "turns " + ", ".join(f"[{lo}, {hi})" for lo, hi in runs) if runs else ""
 
 
 def explain(policy: Policy, f: Finding) -> str:
@@ -63,6 +77,10 @@ def explain(policy: Policy, f: Finding) -> str:
     if f.kind == "hole":
         verb = "drops" if isinstance(policy.stages[f.stage], Truncate) else "hides from the summarizer"
         return f"{where} {verb} {_ranges(f.offsets)} after append {f.step}: never summarized"
+    if f.kind == "floor" and f.detail == FLOOR_INPUT:
+        return f"{where} after append {f.step} summarizes without showing floor " \
+               f"{_ranges(f.offsets)} to the summarizer (floor {policy.floor} {policy.floor_unit}; " \
+               f"profile strict: the floor must be in the summarizer input)"
     if f.kind == "floor":
         return f"{where} after append {f.step} leaves floor {_ranges(f.offsets)} out of the " \
                f"context (floor {policy.floor} {policy.floor_unit})"
@@ -74,12 +92,12 @@ def to_json(r: Report) -> dict[str, Any]:
     d = r.decision
     findings = [
         {"kind": f.kind, "stage": f.stage, "trace": [] if f.kind == "unenforceable" else list(d.trace),
-         "explanation": explain(r.policy, f), "line": r.policy.stages[f.stage].line
+         "explanation": explain(r.policy, f), "detail": f.detail, "line": r.policy.stages[f.stage].line
          if 0 <= f.stage < len(r.policy.stages) else 1}
         for f in d.findings
     ]
-    out: dict[str, Any] = {"file": r.policy.file, "name": r.policy.name, "verdict": d.verdict,
-                           "findings": findings, "method": d.method,
+    out: dict[str, Any] = {"file": r.policy.file, "name": r.policy.name, "profile": d.profile,
+                           "verdict": d.verdict, "findings": findings, "method": d.method,
                            "seconds": round(d.seconds, 3)}
     if d.detail:
         out["unknown_reason" if d.verdict == "unknown" else "detail"] = d.detail
@@ -95,20 +113,21 @@ def render_text(reports: list[Report]) -> str:
         d, p = r.decision, r.policy
         if d.verdict == "safe":
             lines.append(f"{p.file}: safe: {p.name}: no session of any length loses a turn "
-                         f"({d.method}, {d.seconds:.2f}s)")
+                         f"(profile {d.profile}; {d.method}, {d.seconds:.2f}s)")
         elif d.verdict == "unknown":
-            lines.append(f"{p.file}:1: unknown: {p.name}: {d.detail}")
+            lines.append(f"{p.file}:1: unknown: {p.name}: {d.detail} (profile {d.profile})")
         for f in d.findings:
             line = p.stages[f.stage].line if 0 <= f.stage < len(p.stages) else 1
             lines.append(f"{p.file}:{line}: {f.kind}: {explain(p, f)}")
             if f.kind != "unenforceable" and d.trace:
                 lines.append(f"  session ({len(d.trace)} appends, tokens each): {_trace(d.trace)}")
-            lines.append(f"  fix: {HINTS[f.kind]}")
+            lines.append(f"  fix: {hint(f)}")
         for s in r.suggestions:
             lines.append(f"  suggest: {s['text']}")
         if d.verdict == "unsafe":
             kinds = ", ".join(sorted({f.kind for f in d.findings}))
-            lines.append(f"{p.file}: unsafe: {p.name}: {len(d.findings)} finding(s) ({kinds}), {d.seconds:.2f}s")
+            lines.append(f"{p.file}: unsafe: {p.name}: {len(d.findings)} finding(s) ({kinds}), "
+                         f"profile {d.profile}, {d.seconds:.2f}s")
     return "\n".join(lines) + "\n"
 
 
@@ -131,15 +150,18 @@ def render_json(reports: list[Report]) -> str:
 
 
 def render_sarif(reports: list[Report]) -> str:
-    """SARIF 2.1.0, one result per finding, located at the faulty stage's line."""
+    """SARIF 2.1.0, one result per finding, located at the faulty stage's line; the profile
+    is a property of the run and of every result."""
     results: list[dict[str, Any]] = []
     for r in reports:
         found = list(r.decision.findings)
+        profile = r.decision.profile
         for f in found:
             line = r.policy.stages[f.stage].line if 0 <= f.stage < len(r.policy.stages) else 1
-            results.append(_result(r.policy.file, line, f.kind, "error", explain(r.policy, f)))
+            results.append(_result(r.policy.file, line, f.kind, "error", explain(r.policy, f), profile))
         if r.decision.verdict == "unknown":
-            results.append(_result(r.policy.file, 1, "unknown", "warning", r.decision.detail))
+            results.append(_result(r.policy.file, 1, "unknown", "warning", r.decision.detail, profile))
+    profiles = sorted({r.decision.profile for r in reports})
     sarif = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -150,15 +172,17 @@ def render_sarif(reports: list[Report]) -> str:
                 "rules": [{"id": k, "shortDescription": {"text": v}} for k, v in RULES.items()],
             }},
             "results": results,
+            "properties": {"profile": profiles[0] if len(profiles) == 1 else profiles},
         }],
     }
     return json.dumps(sarif, indent=2) + "\n"
 
 
-def _result(file: str, line: int, rule: str, level: str, text: str) -> dict[str, Any]:
+def _result(file: str, line: int, rule: str, level: str, text: str, profile: str) -> dict[str, Any]:
     return {
-        "ruleId": rule, "level": level, "message": {"text": text},
+        "ruleId": rule, "level": level, "message": {"text": f"{text} (profile {profile})"},
         "locations": [{"physicalLocation": {
             "artifactLocation": {"uri": file}, "region": {"startLine": max(1, line)},
         }}],
+        "properties": {"profile": profile},
     }

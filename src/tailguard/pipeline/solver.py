@@ -24,7 +24,7 @@ from tailguard.pipeline.encode import (
     needed_window,
 )
 from tailguard.pipeline.houdini import houdini
-from tailguard.pipeline.model import Finding, replay, static_findings
+from tailguard.pipeline.model import DEFAULT_PROFILE, Finding, Profile, replay, static_findings
 from tailguard.pipeline.policy import Policy
 
 Verdict = Literal["safe", "unsafe", "unknown"]
@@ -53,6 +53,7 @@ class Decision:
     detail: str = ""
     seconds: float = 0.0
     stats: dict[str, Any] = field(default_factory=dict)
+    profile: Profile = DEFAULT_PROFILE
 
 
 def _model_int(model: z3.ModelRef, term: Any) -> int:
@@ -62,8 +63,11 @@ def _model_int(model: z3.ModelRef, term: Any) -> int:
 class Bmc:
     """Incremental bounded search over an exact window: shortest failing trace first."""
 
-    def __init__(self, policy: Policy, width: int, rlimit: int) -> None:
+    def __init__(
+        self, policy: Policy, width: int, rlimit: int, profile: Profile = DEFAULT_PROFILE
+    ) -> None:
         self.policy = policy
+        self.profile = profile
         self.width = width
         self.solver = z3.Solver()
         self.solver.set("rlimit", rlimit)
@@ -78,7 +82,7 @@ class Bmc:
             st0 = self.state
             self.state = AState(st0.p, st0.P, st0.sc, st0.S, st0.L, (*st0.w, z3.IntVal(0)))
         x = z3.Int(f"x{self.depth}")
-        st = encode_step(self.policy, self.state, x, f"b{self.depth}")
+        st = encode_step(self.policy, self.state, x, f"b{self.depth}", self.profile)
         self.solver.add(st.input_ok)
         self.xs.append(x)
         self.solver.push()
@@ -98,12 +102,14 @@ class Bmc:
         return trace
 
 
-def find_invariant(policy: Policy, width: int, budget: Budget) -> tuple[str, Any]:
+def find_invariant(
+    policy: Policy, width: int, budget: Budget, profile: Profile = DEFAULT_PROFILE
+) -> tuple[str, Any]:
     """Run Spacer on the abstraction: ``("safe", Inv)`` with ``Var(i)`` the i-th state
     component, ``("unsafe", None)`` or ``("unknown", reason)``."""
     st = spacer_state(width)
     x = z3.Int("x")
-    step = encode_step(policy, st, x, "h")
+    step = encode_step(policy, st, x, "h", profile)
     sorts = [z3.IntSort()] * len(st.flat())
     inv = z3.Function("Inv", *sorts, z3.BoolSort())
     solver = z3.SolverFor("HORN")
@@ -132,7 +138,9 @@ def spacer_state(width: int) -> AState:
     return fresh_state("s", width)
 
 
-def check_certificate(policy: Policy, width: int, inv_of: Any, rlimit: int) -> str:
+def check_certificate(
+    policy: Policy, width: int, inv_of: Any, rlimit: int, profile: Profile = DEFAULT_PROFILE
+) -> str:
     """Re-check a certificate with a plain solver; returns "" when it holds, else why not.
 
     ``inv_of(state)`` gives the invariant over a state. Obligations: the empty session
@@ -141,7 +149,7 @@ def check_certificate(policy: Policy, width: int, inv_of: Any, rlimit: int) -> s
     """
     st = fresh_state("c", width)
     x = z3.Int("x")
-    step = encode_step(policy, st, x, "v")
+    step = encode_step(policy, st, x, "v", profile)
 
     def cert(s: AState) -> Any:
         return z3.And(inv_of(s), basic(policy, s))
@@ -167,17 +175,25 @@ def check_certificate(policy: Policy, width: int, inv_of: Any, rlimit: int) -> s
     return ""
 
 
-def decide(policy: Policy, budget: Budget | None = None, *, ignore_static: bool = False) -> Decision:
-    """The verdict for ``policy``: safe (certified), unsafe (replayed trace) or unknown.
-    ``ignore_static`` judges the session dynamics only (used by fix synthesis)."""
+def decide(
+    policy: Policy,
+    budget: Budget | None = None,
+    *,
+    ignore_static: bool = False,
+    profile: Profile = DEFAULT_PROFILE,
+) -> Decision:
+    """The verdict for ``policy`` under ``profile``: safe (certified), unsafe (replayed
+    trace) or unknown. ``ignore_static`` judges the session dynamics only (used by fix
+    synthesis)."""
     budget = budget or Budget()
     start = time.perf_counter()
     static = () if ignore_static else tuple(static_findings(policy))
     need = needed_window(policy)
-    bmc = Bmc(policy, need, budget.rlimit)
+    bmc = Bmc(policy, need, budget.rlimit, profile)
 
     def done(verdict: Verdict, found: tuple[Finding, ...], **kw: Any) -> Decision:
-        return Decision(verdict, static + found, seconds=time.perf_counter() - start, **kw)
+        return Decision(verdict, static + found, seconds=time.perf_counter() - start,
+                        profile=profile, **kw)
 
     def search(limit: int, seconds: float = float("inf")) -> Decision | str | None:
         begun = time.perf_counter()
@@ -186,7 +202,7 @@ def decide(policy: Policy, budget: Budget | None = None, *, ignore_static: bool 
             if got == "unknown":
                 return f"rlimit {budget.rlimit} exhausted at depth {bmc.depth}"
             if got is not None:
-                found, at = replay(policy, list(got))
+                found, at = replay(policy, list(got), profile)
                 if at != len(got):  # the abstraction disagrees with the model: never report
                     return f"trace {list(got)} did not replay (step {at}); please report"
                 return done("unsafe", tuple(found), trace=got, method=f"bmc depth {len(got)}")
@@ -198,14 +214,14 @@ def decide(policy: Policy, budget: Budget | None = None, *, ignore_static: bool 
     exact = need <= budget.max_window
 
     def certified(inv_of: Any, how: str) -> Decision | str:
-        problem = check_certificate(policy, width, inv_of, budget.rlimit)
+        problem = check_certificate(policy, width, inv_of, budget.rlimit, profile)
         if problem:
             return f"certificate re-check: {problem}"
         if static:
             return done("unsafe", (), method=f"static: unit mismatch; dynamics safe by {how}")
         return done("safe", (), method=f"{how} (window {width}), re-checked")
 
-    lemma = houdini(policy, width, budget.rlimit)
+    lemma = houdini(policy, width, budget.rlimit, profile=profile)
     if lemma is not None:
         got = certified(lemma, "inductive occupancy bounds")
         if isinstance(got, Decision):
@@ -218,7 +234,7 @@ def decide(policy: Policy, budget: Budget | None = None, *, ignore_static: bool 
     mid = search(budget.depth, budget.mid_seconds) if quick is None else None
     if isinstance(mid, Decision):
         return mid
-    outcome, inv = find_invariant(policy, width, budget)
+    outcome, inv = find_invariant(policy, width, budget, profile)
     if outcome == "safe":
         body = inv
         got = certified(lambda s: z3.substitute_vars(body, *s.flat()), "Spacer invariant")

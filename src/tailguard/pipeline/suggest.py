@@ -7,13 +7,18 @@ engine, so the boundary is exact). Bisection finds the boundary nearest the curr
 value when the verdict is monotone in the knob between them; the checked pair is
 reported either way. Unit mismatches (``unenforceable``) are not numeric: the
 numeric search judges the session dynamics only, and the unit fix is stated apart.
+Under ``--profile strict`` a compact stage with ``input = "candidates"`` and a floor
+never shows the floor to its summarizer; ``input = "all"`` is suggested apart, with the
+verdict the engine gives the policy once every such stage says it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from tailguard.pipeline.model import DEFAULT_PROFILE, Profile
 from tailguard.pipeline.policy import Compact, Policy, Truncate
 from tailguard.pipeline.solver import Budget, decide
 
@@ -42,7 +47,10 @@ def _knobs(policy: Policy) -> list[tuple[str, int | None, str, int, int, int]]:
 
 
 def suggest(
-    policy: Policy, budget: Budget | None = None, progress: Callable[[str], None] | None = None
+    policy: Policy,
+    budget: Budget | None = None,
+    progress: Callable[[str], None] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
 ) -> list[dict[str, Any]]:
     """Suggestions as JSON-ready dicts (``text`` is the human sentence).
 
@@ -57,13 +65,29 @@ def suggest(
         out.append({"knob": "floor_unit", "line": policy.line_of("floor_unit"),
                     "text": f"floor_unit: use {' or '.join(sorted(units))} (the truncator's unit);"
                             " a floor in another unit cannot be enforced"})
+    hidden = [i for i, s in enumerate(policy.stages) if isinstance(s, Compact) and s.input == "candidates"]
+    if profile == "strict" and policy.floor > 0 and hidden:
+        shown = replace(policy, stages=tuple(
+            replace(s, input="all") if isinstance(s, Compact) and i in hidden else s
+            for i, s in enumerate(policy.stages)))
+        after = decide(shown, budget, ignore_static=True, profile=profile).verdict
+        if progress is not None:
+            progress(f"suggest: {policy.file}: input = \"all\": {after}")
+        for i in hidden:
+            key = f"stage.{i}.input"
+            out.append({"knob": key, "line": policy.line_of(key), "from": "candidates", "to": "all",
+                        "verdict": after,
+                        "text": f"{key}: \"candidates\" -> \"all\" (show the summarizer the tail, "
+                                f"which holds the floor; with every such stage changed the policy is "
+                                f"{after}), or check with --profile partitioned if the tail stays "
+                                f"verbatim unsummarized"})
     for knob, stage, key, current, direction, bound in _knobs(policy):
 
         def verdict(value: int, knob: str = knob, stage: int | None = stage) -> str:
             probe = (knob, stage, value)
             if probe not in cache:
                 cache[probe] = decide(policy.with_knob(knob, value, stage), budget,
-                                      ignore_static=True).verdict
+                                      ignore_static=True, profile=profile).verdict
                 if progress is not None:
                     progress(f"suggest: {policy.file}: {knob} = {value}: {cache[probe]}")
             return cache[probe]

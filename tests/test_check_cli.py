@@ -24,7 +24,8 @@ def _incident() -> dict[str, object]:
 
 def test_examples_exist() -> None:
     assert sorted(p.name for p in CASES.glob("*.json")) == [
-        "healthy-recursive.json", "seed-incident.json", "spilled-after-truncation.json"]
+        "healthy-recursive.json", "langchain-partitioned.json", "seed-incident.json",
+        "spilled-after-truncation.json"]
 
 
 @pytest.mark.parametrize(
@@ -37,6 +38,11 @@ def test_examples_exist() -> None:
         ("spilled-after-truncation", "seed", 1,
          {"decision": "refuse", "failed": ["truncation_clear"], "holes": []}),
         ("spilled-after-truncation", "strict", 0, {"decision": "allow", "failed": [], "holes": []}),
+        ("spilled-after-truncation", "partitioned", 0, {"decision": "allow", "failed": [], "holes": []}),
+        # LangChain's shape: the summarizer sees the candidates [9, 18), never the kept tail
+        ("langchain-partitioned", "strict", 1, {"decision": "refuse", "failed": ["floor_in_input"], "holes": []}),
+        ("langchain-partitioned", "partitioned", 0, {"decision": "allow", "failed": [], "holes": []}),
+        ("seed-incident", "partitioned", 1, {"decision": "refuse", "failed": ["no_hole"], "holes": [[0, 8]]}),
     ],
 )
 def test_example_cases_json(name: str, profile: str, code: int, out: dict[str, object]) -> None:

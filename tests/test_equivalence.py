@@ -26,7 +26,7 @@ from tests.strategies import any_cases, well_formed_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_FILES = sorted((ROOT / "examples" / "cases").glob("*.json"))
-PROFILES = ("seed", "strict")
+PROFILES = ("seed", "strict", "partitioned")
 
 # Message prefixes of the seed's three raises (seed_transcribed.py), in check order.
 SEED_PREFIXES = (

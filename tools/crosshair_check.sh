@@ -18,7 +18,7 @@ PY="${PYTHON:-python3}"
 TIMEOUT="${CROSSHAIR_TIMEOUT:-3}"
 export PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
 M=tailguard.contracts
-CHECKER=("$M.checker_strict_gate" "$M.checker_strict_clauses" "$M.checker_strict_holes" "$M.checker_seed")
+CHECKER=("$M.checker_strict_gate" "$M.checker_strict_clauses" "$M.checker_strict_holes" "$M.checker_partitioned_clauses" "$M.checker_seed")
 REFERENCE=("$M.reference_strict_gate" "$M.reference_strict_clauses" "$M.reference_strict_holes" "$M.reference_seed_decision")
 
 tmp="$(mktemp -d)"

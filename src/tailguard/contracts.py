@@ -191,6 +191,24 @@ def checker_strict_clauses(n: int, t: int, a: int, b: int, c: int, d: int, F: in
     return checker_strict_flat(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)
 
 
+def checker_partitioned_clauses(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
+                                floor_unit: str, truncator_unit: str,
+                                TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
+    """Partitioned: strict without floor_in_input, the same gate, clauses and holes.
+
+    post: ("well_formed" in __return__.failed) == (not _wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP))
+    post: "floor_in_input" not in __return__.failed
+    post: (__return__.decision == "allow") == (__return__.failed == ())
+    post: _in_order(__return__.failed, STRICT_ORDER)
+    post: ("floor_in_tail" in __return__.failed) == (_wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP) and max(0, n - F) < n and max(0, n - F) < t)
+    post: __return__.holes == checker_strict_flat(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP).holes
+    """
+    return check("partitioned", history_end=n, tail_start=t, summary_input=(a, b),
+                 summary_covers=(c, d), recovery_floor_span=F, floor_unit=floor_unit,
+                 truncator_unit=truncator_unit, prior_truncations=TR, prior_coverage=PC,
+                 spills=SP)
+
+
 def checker_strict_holes(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
                          floor_unit: str, truncator_unit: str,
                          TR: Pairs, PC: Pairs, SP: Pairs) -> tuple[Pair, ...]:

@@ -165,7 +165,7 @@ def _pairs(obj: dict[str, Any], field: str) -> tuple[tuple[int, int], ...]:
     value = obj.get(field, [])
     if type(value) is not list:
         raise _Bad(field, f"expected a list of [lo, hi] pairs, got {_describe(value)}")
-    return tuple(_pair({field: v}, f"{field}[{i}]") for i, v in enumerate(value))
+    return tuple(_pair({f"{field}[{i}]": v}, f"{field}[{i}]") for i, v in enumerate(value))
 
 
 def _pair(obj: dict[str, Any], field: str) -> tuple[int, int]:

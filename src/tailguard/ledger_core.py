@@ -270,7 +270,7 @@ class LedgerCore:
         if self.lost_coverage is not None:
             still = self.summaries.coverage()
             for s in departed:
-                why = f"summary {s.id!r} (line {s.tag}) left the context unseen by the summarizer at line {tag}"
+                why = f"summary {s.id!r} (line {s.tag}), which left the context unseen by the summarizer at line {tag}"
                 for lo, hi in s.coverage:
                     for g_lo, g_hi in still.gaps(lo, hi):
                         self.lost_coverage.assign(g_lo, g_hi, why)
@@ -282,7 +282,7 @@ class LedgerCore:
         s = self.summaries.evict(summary)
         if self.lost_coverage is not None:
             still = self.summaries.coverage()
-            why = f"summary {s.id!r} (line {s.tag}) was evicted from the context at line {tag}"
+            why = f"summary {s.id!r} (line {s.tag}), which was evicted from the context at line {tag}"
             for lo, hi in s.coverage:
                 for g_lo, g_hi in still.gaps(lo, hi):
                     self.lost_coverage.assign(g_lo, g_hi, why)

@@ -1,4 +1,4 @@
-"""Naive per-offset reference for both profiles: the definitions, written directly.
+"""Naive per-offset reference for every profile: the definitions, written directly.
 
 Slow on purpose (it walks every offset of [0, n)) and independent of the spec
 parser, the renderer and the interval primitives, so that agreement with the
@@ -56,6 +56,27 @@ def reference_strict(
     recovery_floor_span: int, floor_unit: str, truncator_unit: str,
     prior_truncations: Sequence[Pair], prior_coverage: Sequence[Pair], spills: Sequence[Pair],
 ) -> Decision:
+    """Brief section 4: every clause of the recovery contract, all reported."""
+    return _contract(history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit,
+                     truncator_unit, prior_truncations, prior_coverage, spills, floor_in_input=True)
+
+
+def reference_partitioned(
+    history_end: int, tail_start: int, summary_input: Pair, summary_covers: Pair,
+    recovery_floor_span: int, floor_unit: str, truncator_unit: str,
+    prior_truncations: Sequence[Pair], prior_coverage: Sequence[Pair], spills: Sequence[Pair],
+) -> Decision:
+    """Brief section 4b: strict's clauses without floor_in_input (the summarizer never sees the tail)."""
+    return _contract(history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit,
+                     truncator_unit, prior_truncations, prior_coverage, spills, floor_in_input=False)
+
+
+def _contract(
+    history_end: int, tail_start: int, summary_input: Pair, summary_covers: Pair,
+    recovery_floor_span: int, floor_unit: str, truncator_unit: str,
+    prior_truncations: Sequence[Pair], prior_coverage: Sequence[Pair], spills: Sequence[Pair],
+    *, floor_in_input: bool,
+) -> Decision:
     """Brief section 4, offset by offset."""
     n, t, F = history_end, tail_start, recovery_floor_span
     (a, b), (c, d) = summary_input, summary_covers
@@ -82,7 +103,7 @@ def reference_strict(
     failed: list[str] = []
     if floor_unit != truncator_unit:
         failed.append("units_agree")
-    if not all(_in(x, a, b) for x in floor):
+    if floor_in_input and not all(_in(x, a, b) for x in floor):
         failed.append("floor_in_input")
     if not all(x in tail for x in floor):
         failed.append("floor_in_tail")
@@ -99,5 +120,5 @@ def reference_strict(
 
 
 def reference(profile: str, **fields: object) -> Decision:
-    fn = {"seed": reference_seed, "strict": reference_strict}[profile]
+    fn = {"seed": reference_seed, "strict": reference_strict, "partitioned": reference_partitioned}[profile]
     return fn(**fields)  # type: ignore[arg-type]

@@ -96,6 +96,9 @@ def main():
         req = json.loads(line)
         if req["profile"] == "seed":
             failed, holes = seed(req["case"]), []
+        elif req["profile"] == "partitioned":  # SPEC.md: strict without floor_in_input
+            failed, holes = strict(req["case"])
+            failed = [f for f in failed if f != "floor_in_input"]
         else:
             failed, holes = strict(req["case"])
         print(json.dumps({"decision": "refuse" if failed else "allow", "failed": failed, "holes": holes}),

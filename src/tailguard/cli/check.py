@@ -1,4 +1,4 @@
-"""``tailguard check [--profile seed|strict] [--format text|json] CASE.json``.
+"""``tailguard check [--profile seed|strict|partitioned] [--format text|json] CASE.json``.
 
 Exit 0 allow, 1 refuse, 2 unusable input (the message names the field).
 """
@@ -15,8 +15,12 @@ from tailguard.case import InputError, load_case_file
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("case", metavar="CASE.json", help="the case file ('-' reads stdin)")
-    parser.add_argument("--profile", default="strict", help="seed or strict (default strict)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--profile", default="strict",
+                        help="seed, strict or partitioned (default strict; partitioned for pipelines "
+                             "whose summarizer sees the candidates but not the kept tail)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: the decision and one sentence per failed clause (default); json: "
+                             '{"decision", "failed", "holes"}')
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

@@ -1,4 +1,4 @@
-"""``tailguard conform [--profile seed|strict|both] [--mode M] [--random N --seed S] -- COMMAND ARGS...``.
+"""``tailguard conform [--profile seed|strict|partitioned|all|both] [--mode M] [--random N --seed S] -- COMMAND ARGS...``.
 
 Runs COMMAND as a child process speaking the line protocol (:mod:`tailguard.conform.protocol`),
 replays every conformance vector for each profile, then N random cases compared with the
@@ -14,14 +14,16 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from tailguard._generated.checker import PROFILES
 from tailguard.conform import harness
 from tailguard.conform.harness import MODES, random_checks, report, vector_checks
 from tailguard.conform.vectors import VectorError, load_vectors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", choices=("seed", "strict", "both"), default="both",
-                        help="which profile's answers to check (default both)")
+    parser.add_argument("--profile", choices=(*PROFILES, "all", "both"), default="all",
+                        help="which profile's answers to check: one of them, all (the default), or "
+                             "both (seed and strict, the 1.0 default)")
     parser.add_argument("--mode", choices=MODES, default="everything",
                         help="what must agree: decision; decision and failed clauses; everything "
                              "(decision, clauses and holes; the default)")
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except VectorError as exc:
         print(f"tailguard conform: {exc}", file=stderr)
         return 2
-    profiles = ["seed", "strict"] if args.profile == "both" else [args.profile]
+    profiles = {"all": list(PROFILES), "both": ["seed", "strict"]}.get(args.profile, [args.profile])
     vectors = [v for v in vset.vectors if not args.only or any(v.id.startswith(o) for o in args.only)]
     if args.only and not vectors:
         print(f"tailguard conform: --only: no vector id starts with {', '.join(args.only)}", file=stderr)

@@ -1,4 +1,4 @@
-"""``tailguard verify-guard MODULE:FUNCTION [--profile seed|strict]``: check a Python guard.
+"""``tailguard verify-guard MODULE:FUNCTION [--profile seed|strict|partitioned]``: check a Python guard.
 
 Runs the conformance vectors, then Hypothesis differential testing against the naive
 reference, then ``crosshair diffbehavior`` when the guard takes every case field; reports the
@@ -12,12 +12,13 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from tailguard._generated.checker import PROFILES
 from tailguard.conform.vectors import VectorError, load_vectors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("guard", metavar="MODULE:FUNCTION", help="the guard, e.g. mypkg.guards:check_compaction")
-    parser.add_argument("--profile", choices=("seed", "strict"), default="strict",
+    parser.add_argument("--profile", choices=PROFILES, default="strict",
                         help="the contract to check against (default strict)")
     parser.add_argument("--examples", type=int, default=500, metavar="N",
                         help="Hypothesis examples (0 skips the phase; default 500)")

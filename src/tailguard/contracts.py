@@ -200,7 +200,7 @@ def checker_partitioned_clauses(n: int, t: int, a: int, b: int, c: int, d: int, 
     post: "floor_in_input" not in __return__.failed
     post: (__return__.decision == "allow") == (__return__.failed == ())
     post: _in_order(__return__.failed, STRICT_ORDER)
-    post: ("floor_in_tail" in __return__.failed) == (_wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP) and max(0, n - F) < n and max(0, n - F) < t)
+    post: ("floor_in_tail" in __return__.failed) == ("well_formed" not in __return__.failed and max(0, n - F) < min(n, t))
     post: __return__.holes == checker_strict_flat(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP).holes
     """
     return check("partitioned", history_end=n, tail_start=t, summary_input=(a, b),

@@ -1,4 +1,4 @@
-"""``tailguard conform [--profile seed|strict|partitioned|all|both] [--mode M] [--random N --seed S] -- COMMAND ARGS...``.
+"""``tailguard conform [--profile P|all|both] [--mode M] [--random N --seed S] -- COMMAND ARGS...``.
 
 Runs COMMAND as a child process speaking the line protocol (:mod:`tailguard.conform.protocol`),
 replays every conformance vector for each profile, then N random cases compared with the

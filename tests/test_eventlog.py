@@ -84,7 +84,8 @@ def test_inconsistent_integers_are_not_input_errors() -> None:
         ((HEADER, "[1, 2]"), "t.jsonl:2: event: expected a JSON object, got [1, 2]"),
         ((HEADER, '{"count": 2}'), "t.jsonl:2: event: missing field"),
         ((HEADER, '{"event": "frob"}'),
-         't.jsonl:2: event: unknown event kind "frob"; known: append, truncate, compact, spill, evict_summary, refusal'),
+         't.jsonl:2: event: unknown event kind "frob"; known: append, truncate, compact, spill, '
+         'evict_summary, refusal'),
         ((HEADER, HEADER), "t.jsonl:2: event: a second session header; only line 1 may be one"),
         ((HEADER, '{"event": "append", "count": true}'),
          "t.jsonl:2: count: expected an integer, got true"),

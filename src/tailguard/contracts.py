@@ -191,6 +191,11 @@ def checker_strict_clauses(n: int, t: int, a: int, b: int, c: int, d: int, F: in
     return checker_strict_flat(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)
 
 
+def _floor_out(n: int, t: int, F: int) -> bool:
+    """The floor [max(0, n - F), n) is non-empty and starts before the tail [t, n)."""
+    return max(0, n - F) < min(n, t)
+
+
 def checker_partitioned_clauses(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
                                 floor_unit: str, truncator_unit: str,
                                 TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
@@ -200,7 +205,7 @@ def checker_partitioned_clauses(n: int, t: int, a: int, b: int, c: int, d: int, 
     post: "floor_in_input" not in __return__.failed
     post: (__return__.decision == "allow") == (__return__.failed == ())
     post: _in_order(__return__.failed, STRICT_ORDER)
-    post: ("floor_in_tail" in __return__.failed) == ("well_formed" not in __return__.failed and max(0, n - F) < min(n, t))
+    post: ("floor_in_tail" in __return__.failed) == ("well_formed" not in __return__.failed and _floor_out(n, t, F))
     post: __return__.holes == checker_strict_flat(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP).holes
     """
     return check("partitioned", history_end=n, tail_start=t, summary_input=(a, b),

@@ -8,7 +8,7 @@ from typing import Any
 
 import z3
 
-from tailguard._generated.checker import Decision, check_case
+from tailguard._generated.checker import PROFILES, Decision, check_case
 from tailguard.backends.z3_encode import Encoder, ZCase, case_from_model, reset_names
 from tailguard.backends.z3_eval import prove
 from tailguard.project import spec_path
@@ -43,10 +43,30 @@ def witness_replayed(
     if result.status != "witness":
         return result
     json_cases = {name: case_from_model(spec, zc, model) for name, zc in cases.items()}
-    decisions = {name: {p: check_case(c, p) for p in ("seed", "strict")} for name, c in json_cases.items()}
+    return replayed(spec, json_cases, expect)
+
+
+def replayed(
+    spec: Spec,
+    json_cases: dict[str, dict[str, Any]],
+    expect: Callable[[dict[str, dict[str, Any]], dict[str, dict[str, Decision]]], str | None],
+    *,
+    model: dict[str, Any] | None = None,
+) -> Result:
+    """Replay JSON cases through the generated checker under every profile of ``spec``.
+
+    ``expect`` as in :func:`witness_replayed`; ``model`` is what the result prints (default:
+    the cases themselves, or the only one).
+    """
+    missing = [p.id for p in spec.profiles if p.id not in PROFILES]
+    if missing:
+        return Result("mismatch", detail=f"the generated checker has no profile {', '.join(missing)} "
+                      "(stale: run tailguard gen)", model=model or json_cases)
+    profiles = [p.id for p in spec.profiles]
+    decisions = {name: {p: check_case(c, p) for p in profiles} for name, c in json_cases.items()}
     replay = {name: {p: d.to_json() for p, d in ds.items()} for name, ds in decisions.items()}
     problem = expect(json_cases, decisions)
-    model_json = json_cases if len(json_cases) > 1 else next(iter(json_cases.values()))
+    model_json = model or (json_cases if len(json_cases) > 1 else next(iter(json_cases.values())))
     if problem is not None:
         return Result("mismatch", detail=f"replay through the generated checker: {problem}",
                       model=model_json, replay=replay)
@@ -73,3 +93,38 @@ def carries(holds: ast.Node, *, given: Encoder, then: Encoder, assumptions: Any)
             return Result("proved", detail="offset by offset")
     return prove(then.expr(holds, {}), assumptions=z3.And(assumptions, given.expr(holds, {})))[0]
 
+
+
+SetPred = Callable[[Any], Any]
+
+
+def subset_implies(holds: ast.Node, enc: Encoder, left: SetPred, right: SetPred, *, assumptions: Any) -> Result:
+    """Prove: the clause ``holds`` (on ``enc``'s case) implies ``left ⊆ right``.
+
+    For ``L subset R``, offset by offset as in :func:`carries`: ``left(x) -> L(x)`` and
+    ``R(x) -> right(x)`` for a free x, so no quantifier over offsets needs instantiating.
+    Otherwise, or if that sufficient condition fails, the implication directly.
+    """
+    x = z3.Int("x")
+    if isinstance(holds, ast.Subset):
+        pointwise = z3.And(z3.Implies(left(x), enc.as_set(holds.left, {})(x)),
+                           z3.Implies(enc.as_set(holds.right, {})(x), right(x)))
+        result, _ = prove(pointwise, assumptions=assumptions)
+        if result.status == "proved":
+            return Result("proved", detail="offset by offset")
+    claim = z3.ForAll([x], z3.Implies(left(x), right(x)))
+    return prove(claim, assumptions=z3.And(assumptions, enc.expr(holds, {})))[0]
+
+
+def same_clause(first: ast.Node, second: ast.Node, enc: Encoder, *, assumptions: Any) -> Result:
+    """Prove two clause formulas equivalent on ``enc``'s case: for two subset statements,
+    offset by offset (same left side and same right side at a free x, which suffices); else
+    the formulas directly."""
+    if isinstance(first, ast.Subset) and isinstance(second, ast.Subset):
+        x = z3.Int("x")
+        pointwise = z3.And(enc.as_set(first.left, {})(x) == enc.as_set(second.left, {})(x),
+                           enc.as_set(first.right, {})(x) == enc.as_set(second.right, {})(x))
+        result, _ = prove(pointwise, assumptions=assumptions)
+        if result.status == "proved":
+            return Result("proved", detail="offset by offset")
+    return prove(enc.expr(first, {}) == enc.expr(second, {}), assumptions=assumptions)[0]

@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from tailguard.backends.z3_encode import ZCase
 from tailguard.speclang.load import Spec, load_spec
 from tailguard.theorems import REGISTRY, Result
 from tests.cli_helpers import run_cli
 
 pytest.importorskip("z3")
 
-from proofs import profile_seed, profile_strict, profiles_compared
+import z3
+
+from proofs import lineage, profile_partitioned, profile_seed, profile_strict, profiles_compared
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_TEXT = (ROOT / "spec" / "clauses.toml").read_text()
@@ -34,7 +37,8 @@ def test_prove_cli_all_hold() -> None:
     data = json.loads(out)
     assert data["failed"] == 0
     ids = {t["id"] for t in data["theorems"]}
-    assert {"T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T8w", "T9"} <= ids
+    assert {"T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T8w", "T9",
+            "T10", "T11", "T12", "T13", "T14", "T14w"} <= ids
     for t in data["theorems"]:
         assert t["status"] in ("proved", "witness"), t
         if t["kind"] == "witness":
@@ -97,3 +101,191 @@ def test_a_broken_witness_search_is_not_a_pass(tmp_path: Path) -> None:
 def test_registry_ids_unique_and_documented() -> None:
     for t in REGISTRY.values():
         assert t.statement and t.title and t.kind in ("theorem", "witness")
+
+
+# --- spec 1.1: profile partitioned (T10 to T13) and summary lineage (T14, T14w) ------------------
+
+PARTITIONED = 'without = ["floor_in_input"]'
+
+PARTITIONED_BREAKS: list[tuple[str, str, str, Callable[[Spec], Result], str]] = [
+    # (what is broken, old text, new text, theorem that must fail, the part named in its detail)
+    ("partitioned without no_hole", PARTITIONED, 'without = ["floor_in_input", "no_hole"]',
+     profile_partitioned.partitioned_allow_is_recoverable, "bound 2"),
+    ("partitioned keeps floor_in_input", PARTITIONED, "without = []",
+     profile_partitioned.strict_is_partitioned_plus_floor_in_input, "partitioned ⇔ strict's clauses"),
+    ("partitioned drops the seam", PARTITIONED, 'without = ["floor_in_input", "seam_contiguous"]',
+     profile_partitioned.strict_is_partitioned_plus_floor_in_input, "partitioned ⇔ strict's clauses"),
+    # set inclusion written as endpoints: an empty I' inside I can lie outside I's endpoints
+    ("honesty by endpoints", 'holds = "C subset I \\\\ TRU"',
+     'holds = "c >= a and d <= b and all(r in TR: empty(r & C))"',
+     profile_partitioned.monotone_in_input_truncations_and_coverage, "strict/shrinking I"),
+    ("floor in input by endpoints", 'holds = "Phi subset I"', 'holds = "a <= max(0, n - F) and n <= b"',
+     profile_partitioned.monotone_in_input_truncations_and_coverage, "strict/shrinking I"),
+    ("honesty rewards truncations", 'holds = "C subset I \\\\ TRU"', 'holds = "C subset I | TRU"',
+     profile_partitioned.monotone_in_input_truncations_and_coverage, "strict/adding a truncation"),
+    ("prior coverage must miss the tail", 'holds = "all(r in TR: empty(r & T))"',
+     'holds = "all(r in TR, PC: empty(r & T))"',
+     profile_partitioned.monotone_in_input_truncations_and_coverage, "strict/dropping prior coverage"),
+]
+
+
+@pytest.mark.parametrize(("what", "old", "new", "thm", "part"), PARTITIONED_BREAKS,
+                         ids=[b[0] for b in PARTITIONED_BREAKS])
+def test_breaking_partitioned_fails_the_right_theorem(
+    tmp_path: Path, what: str, old: str, new: str, thm: Callable[[Spec], Result], part: str
+) -> None:
+    spec = mutated(tmp_path, old, new)
+    result = thm(spec)
+    assert result.status == "counterexample", (what, result)
+    assert part in result.detail, (what, result.detail)
+    assert result.model is not None, "a broken spec gets a concrete case"
+
+
+def test_t12_counterexample_is_a_real_pair_of_cases(tmp_path: Path) -> None:
+    """The endpoint-form honesty clause: the printed cases really go from refuse to allow."""
+    spec = mutated(tmp_path, 'holds = "C subset I \\\\ TRU"',
+                   'holds = "c >= a and d <= b and all(r in TR: empty(r & C))"')
+    result = profile_partitioned.monotone_in_input_truncations_and_coverage(spec)
+    assert result.model is not None
+    before, after = result.model["before"], result.model["after"]
+    assert {k: v for k, v in before.items() if k != "summary_input"} == \
+        {k: v for k, v in after.items() if k != "summary_input"}
+    from tailguard.backends.z3_eval import z3_decide
+    assert not z3_decide(spec, "strict", before).allowed and z3_decide(spec, "strict", after).allowed
+
+
+def _shrink_any_input(zc: ZCase, prefix: str) -> tuple[ZCase, object]:
+    changed, assumption = profile_partitioned.shrink_input(zc, prefix)
+    return changed, assumption.arg(0)  # only I' ⊆ I: I itself may be ill-formed
+
+
+def _drop_from_any_coverage(zc: ZCase, prefix: str) -> tuple[ZCase, object]:
+    changed, assumption = profile_partitioned.drop_coverage(zc, prefix)
+    return changed, z3.And(assumption.arg(0), assumption.arg(2))  # PC's own pairs may be ill-formed
+
+
+@pytest.mark.parametrize("change", [_shrink_any_input, _drop_from_any_coverage], ids=["I", "PC"])
+def test_t12_well_formedness_assumptions_are_needed(change: profile_partitioned.Change) -> None:
+    """Without "I (PC) well-formed" a smaller I' (PC') does turn refuse into allow: an ill-formed
+    original refuses with well_formed and the smaller one need not. The fallback prints the pair."""
+    spec = load_spec(ROOT / "spec" / "clauses.toml")
+    result = profile_partitioned._monotone(spec, spec.profile("partitioned"), change)
+    assert result.status == "counterexample" and result.model is not None, result
+    from tailguard.backends.z3_eval import z3_decide
+    before, after = result.model["before"], result.model["after"]
+    assert z3_decide(spec, "partitioned", before).failed == ("well_formed",)
+    assert z3_decide(spec, "partitioned", after).allowed
+
+
+def test_keeping_floor_in_input_leaves_no_langchain_witness(tmp_path: Path) -> None:
+    spec = mutated(tmp_path, PARTITIONED, "without = []")
+    assert profile_partitioned.langchain_shape_partitioned_only(spec).status == "no-witness"
+
+
+def test_partitioned_theorems_are_not_vacuous(tmp_path: Path) -> None:
+    """A well_formed gate nothing passes: T10's assumptions are unsatisfiable, reported, not passed."""
+    spec = mutated(tmp_path, 'holds = "n >= 0 and F >= 0', 'holds = "n < 0 and n >= 0 and F >= 0')
+    result = profile_partitioned.partitioned_allow_is_recoverable(spec)
+    assert result.status == "counterexample" and "vacuous" in result.detail, result
+
+
+def test_t13_witness_replays_through_cli(tmp_path: Path) -> None:
+    case = profile_partitioned.langchain_shape_partitioned_only().model
+    assert case is not None
+    p = tmp_path / "w.json"
+    p.write_text(json.dumps(case))
+    assert run_cli("check", "--profile", "partitioned", str(p))[0] == 0
+    code, out, _ = run_cli("check", "--profile", "strict", "--format", "json", str(p))
+    assert code == 1 and json.loads(out)["failed"] == ["floor_in_input"]
+
+
+def test_witnesses_replay_every_profile() -> None:
+    result = profile_partitioned.langchain_shape_partitioned_only()
+    assert result.replay is not None and set(result.replay["case"]) == {"seed", "strict", "partitioned"}
+
+
+# Lineage rules broken on purpose. Each is the brief's rule with one thing changed.
+
+def _keeps_unseen(s: lineage.Step) -> lineage.Effect:
+    """Summaries neither seen nor kept stay in the context and count (1.0's bug)."""
+    unseen: lineage.IdPred = lambda j: z3.And(s.in_context(j), z3.Not(s.saw(j)))  # noqa: E731
+    right = lineage.lineage_rule(s)
+    return lineage.Effect(s.union_of(lambda j: z3.Or(s.saw(j), s.keeps(j), unseen(j))), right.coverage,
+                          lambda j: z3.Or(s.keeps(j), unseen(j)))
+
+
+def _every_earlier_summary(s: lineage.Step) -> lineage.Effect:
+    """1.0's rule itself: every earlier honest part counts, seen or not, in the context or not."""
+    return lineage.Effect(s.union_of(lambda j: z3.BoolVal(True)),
+                          lambda x: z3.And(s.honest_raw(x), z3.Not(s.truncated(x))), s.keeps)
+
+
+def _without_truncations(s: lineage.Step) -> lineage.Effect:
+    """E(S_k) without the \\ TRU_k."""
+    right = lineage.lineage_rule(s)
+    return lineage.Effect(right.prior_coverage, lambda x: z3.Or(s.honest_raw(x), s.union_of(s.saw)(x)),
+                          right.stays)
+
+
+def _forgets_saw(s: lineage.Step) -> lineage.Effect:
+    """E(S_k) without the coverage of the summaries it saw."""
+    right = lineage.lineage_rule(s)
+    return lineage.Effect(right.prior_coverage, lambda x: z3.And(s.honest_raw(x), z3.Not(s.truncated(x))),
+                          right.stays)
+
+
+def _forgets_saw_late(s: lineage.Step) -> lineage.Effect:
+    """Right for the first compactions, forgets saw's coverage from the fourth on: past the
+    counterexample search, so only the induction can notice."""
+    right, wrong = lineage.lineage_rule(s), _forgets_saw(s)
+    return lineage.Effect(right.prior_coverage, lambda x: z3.If(s.k >= lineage.BMC_COMPACTIONS,
+                                                                wrong.coverage(x), right.coverage(x)), right.stays)
+
+
+@pytest.mark.parametrize("rule", [_without_truncations, _forgets_saw], ids=["without TRU_k", "forgets saw"])
+def test_a_wrong_lineage_rule_breaks_the_equality(rule: lineage.LineageRule) -> None:
+    result = lineage.defaults_give_v1_coverage(rule=rule)
+    assert result.status == "counterexample", result
+    assert result.model is not None
+    events, k = result.model["events"], result.model["compaction"]
+    assert result.model["lineage_prior_coverage"] != result.model["v1_prior_coverage"]
+    # the printed 1.0 side is SPEC.md 9.3's prior coverage of that compaction of that log
+    v1 = lineage._v1_prior_coverage(events)[k]
+    assert lineage._offsets(result.model["v1_prior_coverage"]) == v1
+
+
+def test_the_induction_is_live() -> None:
+    """A rule wrong only past the bounded search: the induction step fails (unknown, never a pass),
+    and the deeper search then finds the session."""
+    assert lineage._induction(_forgets_saw_late).status == "unknown"
+    assert lineage._bmc(_forgets_saw_late, lineage.BMC_COMPACTIONS).status == "proved"
+    result = lineage.defaults_give_v1_coverage(rule=_forgets_saw_late)
+    assert result.status == "counterexample" and result.model is not None
+    assert result.model["compaction"] > lineage.BMC_COMPACTIONS
+
+
+@pytest.mark.parametrize("rule", [_keeps_unseen, _every_earlier_summary], ids=["keeps unseen", "1.0's rule"])
+def test_counting_unseen_summaries_has_no_witness(rule: lineage.LineageRule) -> None:
+    """Counting what was not seen (1.0's bug) changes nothing under the defaults (saw is every
+    summary), so the equality still holds for the first: it is the witness that must fail."""
+    assert lineage.unseen_summary_is_a_hole(rule=rule).status == "no-witness"
+    if rule is _keeps_unseen:
+        assert lineage.defaults_give_v1_coverage(rule=rule).status == "proved"
+
+
+def test_t14w_event_log_and_cases() -> None:
+    result = lineage.unseen_summary_is_a_hole()
+    assert result.status == "witness", result
+    assert result.model is not None and result.replay is not None
+    events, cases = result.model["events"], result.model["cases"]
+    compacts = [e for e in events if e["event"] == "compact"]
+    assert len(compacts) == 2 and compacts[1]["saw"] == [] and compacts[1]["keeps"] == []
+    assert not any(e["event"] == "truncate" for e in events)
+    assert cases["later_1.0"]["prior_coverage"] and not cases["later_lineage"]["prior_coverage"]
+    for p in ("strict", "partitioned"):
+        assert result.replay["later_1.0"][p]["decision"] == "allow"
+        lin = result.replay["later_lineage"][p]
+        assert lin["decision"] == "refuse" and "no_hole" in lin["failed"] and lin["holes"]
+    assert "through the audit" in result.detail
+    holes = result.replay["later_lineage"]["strict"]["holes"]
+    assert [list(h) for h in lineage._audit(events, "strict")[1].holes] == holes

@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             summary_input=(8, 48),
             summary_covers=(8, 36),
             tail_start=36,
+            summarize=lambda: "summary of turns [8, 36)",  # recorded only after this returns
             policy=policy,
             store=store,
             transcript=transcript,

@@ -39,6 +39,7 @@ def attempt(
         summary_input=(8, 48),
         summary_covers=(8, 36),
         tail_start=36,
+        summarize=lambda: "a summary of turns [8, 36)",
         policy=policy,
         store=store,
         transcript=transcript,
@@ -69,15 +70,67 @@ def test_below_threshold_nothing_happens() -> None:
     assert [e["event"] for e in events(log)] == ["session", "append", "truncate", "append"]
 
 
-def test_at_threshold_a_healthy_compaction_is_recorded() -> None:
+HEALTHY = {"summary_input": (0, 48), "summary_covers": (0, 36), "tail_start": 36}
+
+
+def test_at_threshold_a_healthy_compaction_is_recorded_after_its_summary_exists() -> None:
     log = io.StringIO()
     ledger = Ledger(recovery_floor_span=12, unit="turns", log=log)
     ledger.append(48)
-    out = maybe_auto_compact(
-        ledger, occupancy=160, threshold=160, summary_input=(0, 48), summary_covers=(0, 36), tail_start=36
-    )
+    seen: list[int] = []
+
+    def summarize() -> str:
+        seen.append(len(events(log)))  # nothing is recorded while the summarizer runs
+        return "the summary"
+
+    out = maybe_auto_compact(ledger, occupancy=160, threshold=160, summarize=summarize, summary="s0",
+                             **HEALTHY)  # type: ignore[arg-type]
     assert out.compacted and out.decision is not None and out.decision.allowed
-    assert events(log)[-1]["event"] == "compact"
+    assert (out.summary, out.summary_id, seen) == ("the summary", "s0", [2])
+    assert events(log)[-1] == {"event": "compact", "summary_input": [0, 48], "summary_covers": [0, 36],
+                               "tail_start": 36, "summary": "s0"}
+    assert ledger.summaries == ("s0",)
+
+
+def test_a_summarizer_that_raises_leaves_no_coverage() -> None:
+    log = io.StringIO()
+    ledger = Ledger(recovery_floor_span=12, unit="turns", log=log)
+    ledger.append(48)
+
+    def broken() -> str:
+        raise TimeoutError("model timed out")
+
+    with pytest.raises(TimeoutError):
+        maybe_auto_compact(ledger, occupancy=160, threshold=160, summarize=broken, **HEALTHY)  # type: ignore[arg-type]
+    assert [e["event"] for e in events(log)] == ["session", "append"]
+    assert ledger.summaries == ()
+    # its coverage never counts: evicting [0, 36) now is a hole
+    ledger.truncate(0, 36)
+    d = ledger.decide(summary_input=(36, 48), summary_covers=(36, 40), tail_start=40)
+    assert d.holes == ((0, 36),)
+
+
+def test_two_phase_records_only_on_commit() -> None:
+    log = io.StringIO()
+    ledger = Ledger(recovery_floor_span=12, unit="turns", log=log)
+    ledger.append(48)
+    out = maybe_auto_compact(ledger, occupancy=160, threshold=160, **HEALTHY)  # type: ignore[arg-type]
+    assert (out.action, out.allowed, out.compacted) == ("ready", True, False)
+    assert events(log)[-1]["event"] == "append"  # not recorded yet
+    assert out.commit().allowed and out.compacted
+    assert events(log)[-1]["event"] == "compact" and ledger.summaries == ("0",)
+    with pytest.raises(RuntimeError, match="nothing to commit"):
+        out.commit()
+
+
+def test_two_phase_commit_decides_again() -> None:
+    ledger = Ledger(recovery_floor_span=12, unit="turns")
+    ledger.append(48)
+    out = maybe_auto_compact(ledger, occupancy=160, threshold=160, **HEALTHY)  # type: ignore[arg-type]
+    ledger.truncate(40, 44)  # the tail lost a turn while the summary was being written
+    with pytest.raises(UnrecoverableCompactionError, match="tail_intact"):
+        out.commit()
+    assert ledger.summaries == ()
 
 
 def test_halt_names_the_evicted_range() -> None:
@@ -88,7 +141,10 @@ def test_halt_names_the_evicted_range() -> None:
     assert info.value.failed == ("no_hole",)
     assert info.value.holes == ((0, 8),)
     assert "evicted offsets [0, 8) are unrecoverable" in str(info.value)
-    assert events(log)[-1]["event"] == "append"  # nothing recorded
+    # the refused attempt is logged, as a refusal, never as coverage
+    assert events(log)[-1] == {"event": "refusal", "summary_input": [8, 48], "summary_covers": [8, 36],
+                               "tail_start": 36, "failed": ["no_hole"], "holes": [[0, 8]]}
+    assert ledger.refusals == 1 and ledger.summaries == ()
 
 
 def test_spill_then_the_next_attempt_is_allowed(tmp_path: Path) -> None:
@@ -118,7 +174,7 @@ def _assert_halts_and_records_nothing(
     assert info.value.holes == ((0, 8),)
     assert "spill of [0, 48) failed, nothing recorded" in str(info.value)
     assert info.value.__cause__ is not None
-    assert [e["event"] for e in events(log)] == ["session", "append", "truncate", "append"]
+    assert [e["event"] for e in events(log)] == ["session", "append", "truncate", "append", "refusal"]
     # The next attempt is still refused: a failed spill never leads to an allowed compaction.
     with pytest.raises(UnrecoverableCompactionError):
         attempt(ledger, policy="halt")
@@ -146,7 +202,7 @@ def test_disk_full_on_the_file_store_halts(tmp_path: Path, monkeypatch: pytest.M
     assert isinstance(info.value.__cause__, SpillWriteError)
     assert "No space left on device" in str(info.value)
     assert store.list() == [] and store.verify().ok
-    assert events(log)[-1]["event"] == "append"
+    assert events(log)[-1]["event"] == "refusal"
 
 
 def test_transcript_source_failure_halts() -> None:
@@ -173,7 +229,7 @@ def test_spill_cannot_repair_other_clauses_so_it_spills_and_halts() -> None:
     with pytest.raises(UnrecoverableCompactionError) as info:
         attempt(ledger, policy="spill", store=store, transcript=lambda: TRANSCRIPT)
     assert "units_agree" in info.value.failed
-    assert "but a spill cannot repair units_agree" in str(info.value)
+    assert "still refused: a spill cannot repair units_agree" in str(info.value)
     assert [r.range for r in store.list()] == [(0, 48)]  # the evidence is kept all the same
     assert events(log)[-1]["event"] == "spill"
 
@@ -211,5 +267,5 @@ def test_under_the_seed_profile_a_spill_repairs_nothing_so_it_halts() -> None:
     with pytest.raises(UnrecoverableCompactionError) as info:
         attempt(ledger, policy="spill", store=store, transcript=lambda: TRANSCRIPT)
     assert info.value.failed == ("truncation_clear",)
-    assert "but a spill cannot repair truncation_clear" in str(info.value)
+    assert "still refused: a spill cannot repair truncation_clear" in str(info.value)
     assert [r.range for r in store.list()] == [(0, 48)]

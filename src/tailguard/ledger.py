@@ -280,16 +280,30 @@ summarized or spilled
         decision = core.decide(self.profile, tail_start, i, c, saw_t, keeps_t)
         if not decision.allowed and override is None:
             sentences = _explain(core, self.profile, decision, tail_start, i, c, saw_t, keeps_t)
-            self.refusals += 1
-            if self._writer is not None:
-                self._writer.refusal(i, c, tail_start, decision.failed, decision.holes)
-            self._next_line()
+            self.log_refusal(decision, summary_input=i, summary_covers=c, tail_start=tail_start)
             raise UnrecoverableCompactionError.from_decision(decision, sentences)
         if self._writer is not None:
             self._writer.compact_lineage(i, c, tail_start, None if decision.allowed else override,
                                          summary, saw_t, keeps_t)
         core.compact(i, c, self._next_line(), summary=summary, saw=saw_t, keeps=keeps_t)
         return decision
+
+    def log_refusal(
+        self, decision: Decision, *, summary_input: Pair, summary_covers: Pair, tail_start: int
+    ) -> None:
+        """Log a refused attempt (a ``refusal`` line: counted by the audit, never coverage).
+
+        :meth:`commit` does this itself when it refuses; call it when you decided with
+        :meth:`decide` and will not commit.
+        """
+        if decision.allowed:
+            raise ValueError("log_refusal: the decision allows; only refusals are logged as such")
+        i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
+        _int(tail_start, "tail_start")
+        if self._writer is not None:
+            self._writer.refusal(i, c, tail_start, decision.failed, decision.holes)
+        self.refusals += 1
+        self._next_line()
 
     def equivalent_case(
         self,

@@ -220,3 +220,91 @@ def test_origins_merge_and_name_the_line_span(tmp_path: Path) -> None:
     code, out, _ = audit(write(tmp_path, *lines))
     assert code == 1
     assert "offsets [0, 5) were truncated at lines 3 to 7 and never summarized" in out
+
+
+# -- spec 1.1: summary lineage in the log -------------------------------------------------
+
+COMPACT_0 = ('{"event": "compact", "summary_input": [0, 4], "summary_covers": [0, 4], "tail_start": 4, '
+             '"summary": "s1"}')
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"event": "compact", "summary_input": [4, 8], "summary_covers": [4, 8], "tail_start": 8, '
+         '"saw": ["s1", "nope"]}',
+         ":4: saw[1]: no summary 'nope' is in the context here\n"),
+        ('{"event": "compact", "summary_input": [4, 8], "summary_covers": [4, 8], "tail_start": 8, '
+         '"keeps": ["zz"]}',
+         ":4: keeps[0]: no summary 'zz' is in the context here\n"),
+        ('{"event": "compact", "summary_input": [4, 8], "summary_covers": [4, 8], "tail_start": 8, '
+         '"summary": "s1"}',
+         ":4: summary: summary id 's1' was already used at line 3; ids are unique in a session\n"),
+        ('{"event": "evict_summary", "summary": "0"}',
+         ":4: summary: no summary '0' is in the context here\n"),
+        ('{"event": "compact", "summary_input": [4, 8], "summary_covers": [4, 8], "tail_start": 8, '
+         '"saw": "s1"}',
+         ':4: saw: expected a list of summary ids (strings) or null, got "s1"\n'),
+        ('{"event": "evict_summary", "summary": 1}',
+         ":4: summary: expected a string, got 1\n"),
+    ],
+)
+def test_lineage_input_errors_name_line_and_field(tmp_path: Path, line: str, message: str) -> None:
+    path = write(tmp_path, HEADER, '{"event": "append", "count": 8}', COMPACT_0, line)
+    for fmt in ("json", "text"):
+        code, out, err = audit("--format", fmt, "--profile", "partitioned", path)
+        assert (code, out, err) == (2, "", path + message)
+
+
+def test_an_ordinal_id_that_repeats_an_explicit_one_is_an_input_error(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER, '{"event": "append", "count": 8}',
+                 COMPACT_0.replace('"s1"', '"1"'),
+                 '{"event": "compact", "summary_input": [4, 8], "summary_covers": [4, 8], "tail_start": 8}')
+    code, out, err = audit(path)
+    assert (code, out) == (2, "")
+    assert err.endswith(":4: summary: summary id '1' (the compaction's ordinal, its default id) was already "
+                        "used at line 3; ids are unique in a session\n")
+
+
+def test_the_lost_summary_is_named_with_its_lines() -> None:
+    trace = str(TRACES / "langchain-lost-summary.jsonl")
+    code, out, err = audit("--profile", "partitioned", trace)
+    assert (code, err) == (1, "")
+    assert ("refuse no_hole: offsets [0, 9) were covered only by summary 's1' (line 3), which this "
+            "compaction's summarizer did not see and which it does not keep") in out
+    code, out, _ = audit("--profile", "partitioned", "--format", "json", trace)
+    assert json.loads(out)["compactions"][1] == {"line": 5, "decision": "refuse", "failed": ["no_hole"],
+                                                 "holes": [[0, 9]]}
+
+
+def test_a_summary_lost_earlier_is_named_at_the_next_compaction(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER, '{"event": "append", "count": 8}', COMPACT_0,
+                 '{"event": "compact", "summary_input": [4, 6], "summary_covers": [4, 6], "tail_start": 6, '
+                 '"saw": [], "override": "operator"}',
+                 '{"event": "append", "count": 4}',
+                 '{"event": "evict_summary", "summary": "1"}',
+                 '{"event": "compact", "summary_input": [6, 10], "summary_covers": [6, 10], "tail_start": 10}')
+    code, out, _ = audit("--profile", "partitioned", path)
+    assert code == 1
+    assert ("offsets [0, 4) were covered only by summary 's1' (line 3), which left the context unseen by "
+            "the summarizer at line 4; offsets [4, 6) were covered only by summary '1' (line 4), which was "
+            "evicted from the context at line 6") in out
+    # without the lineage keys the same log means what it meant in 1.0: nothing is lost
+    plain = write(tmp_path, HEADER, '{"event": "append", "count": 8}', COMPACT_0,
+                  '{"event": "compact", "summary_input": [4, 6], "summary_covers": [4, 6], "tail_start": 6}',
+                  '{"event": "append", "count": 4}',
+                  '{"event": "compact", "summary_input": [6, 10], "summary_covers": [6, 10], "tail_start": 10}')
+    assert audit("--profile", "partitioned", plain)[0] == 0
+
+
+def test_refusal_lines_are_counted_never_coverage(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER, '{"event": "append", "count": 8}',
+                 '{"event": "refusal", "summary_input": [0, 6], "summary_covers": [0, 6], "tail_start": 6, '
+                 '"failed": ["no_hole"], "holes": [[0, 2]]}',
+                 '{"event": "truncate", "range": [0, 6]}',
+                 '{"event": "compact", "summary_input": [6, 8], "summary_covers": [6, 6], "tail_start": 6}')
+    code, out, _ = audit("--format", "json", "--profile", "partitioned", path)
+    got = json.loads(out)
+    assert (code, got["refusals"], got["compactions"][0]["holes"]) == (1, 1, [[0, 6]])
+    code, out, _ = audit("--profile", "partitioned", path)
+    assert "1 refused attempt logged by the guard and not committed" in out

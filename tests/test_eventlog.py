@@ -15,6 +15,8 @@ from tailguard.eventlog import (
     Compact,
     EventLogError,
     EventWriter,
+    EvictSummary,
+    Refusal,
     Session,
     Spill,
     Truncate,
@@ -147,6 +149,14 @@ ranges = st.tuples(st.integers(-3, 50), st.integers(-3, 50))
     st.builds(lambda r, h: Spill(0, *r, h), ranges, st.none() | st.text(max_size=5)),
     st.builds(lambda i, c, t, o: Compact(0, i, c, t, o), ranges, ranges, st.integers(-1, 50),
               st.none() | st.text(min_size=1, max_size=5)),
+    st.builds(lambda i, c, t, s, saw, k: Compact(0, i, c, t, None, s, saw, k), ranges, ranges,
+              st.integers(0, 9), st.none() | st.text(max_size=3),
+              st.none() | st.lists(st.text(max_size=3), max_size=3).map(tuple),
+              st.lists(st.text(max_size=3), max_size=3).map(tuple)),
+    st.builds(lambda s: EvictSummary(0, s), st.text(max_size=3)),
+    st.builds(lambda i, c, t, f, h: Refusal(0, i, c, t, f, h), ranges, ranges, st.integers(0, 9),
+              st.lists(st.sampled_from(["no_hole", "tail_intact"]), max_size=2).map(tuple),
+              st.lists(ranges, max_size=2).map(tuple)),
 ), max_size=20))
 def test_write_read_round_trip(events: list[object]) -> None:
     out = io.StringIO()
@@ -169,10 +179,13 @@ def test_schema_agrees_with_the_reader() -> None:
         "append": {"event": "append", "count": 2},
         "truncate": {"event": "truncate", "range": [0, 1]},
         "compact": {"event": "compact", "summary_input": [0, 1], "summary_covers": [0, 1],
-                    "tail_start": 0, "override": "r"},
+                    "tail_start": 0, "override": "r", "summary": "s", "saw": [], "keeps": []},
         "spill": {"event": "spill", "range": [0, 1], "handle": "h"},
+        "evict_summary": {"event": "evict_summary", "summary": "s"},
+        "refusal": {"event": "refusal", "summary_input": [0, 1], "summary_covers": [0, 1],
+                    "tail_start": 0, "failed": ["no_hole"], "holes": [[0, 1]]},
     }
-    assert sorted(full) == sorted(k for k in defs if k != "range")
+    assert sorted(full) == sorted(k for k in defs if k not in ("range", "ids"))
     for kind, obj in full.items():
         assert set(defs[kind]["properties"]) == set(obj)
         for key in obj:
@@ -187,7 +200,7 @@ def test_schema_agrees_with_the_reader() -> None:
                 _read(*text)
 
 
-@pytest.mark.parametrize("name", ["seed-incident.jsonl", "healthy.jsonl"])
+@pytest.mark.parametrize("name", ["seed-incident.jsonl", "healthy.jsonl", "langchain-lost-summary.jsonl"])
 def test_examples_are_valid_logs(name: str) -> None:
     with open(ROOT / "examples" / "traces" / name, "rb") as f:
         events = list(iter_events(f, name))

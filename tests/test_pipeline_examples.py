@@ -50,3 +50,14 @@ def test_example_verdict(path: Path, profile: Profile) -> None:
         verdicts = [v for v in audit(iter_events(log.splitlines()), profile=profile)
                     if isinstance(v, Verdict)]
         assert [v.decision.allowed for v in verdicts] == [True] * (len(verdicts) - 1) + [False]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_same_verdict_and_trace_whatever_was_checked_before(profile: Profile) -> None:
+    """Brief 7b / NOTES.md: z3's shared default context made traces depend on the checks
+    run before; every decision now runs in a context of its own."""
+    by_name = {p.stem: load_policy(str(p)) for p in EXAMPLES}
+    first = {name: decide(p, profile=profile) for name, p in sorted(by_name.items())}
+    again = {name: decide(p, profile=profile) for name, p in sorted(by_name.items(), reverse=True)}
+    for name in by_name:
+        assert (first[name].verdict, first[name].trace) == (again[name].verdict, again[name].trace), name

@@ -10,6 +10,8 @@ A bounded search alone never says safe; every budget that runs out says so.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -175,6 +177,20 @@ def check_certificate(
     return ""
 
 
+@contextmanager
+def own_context() -> Iterator[None]:
+    """Run in a z3 context of its own: z3py's default context is one process-wide global,
+    and the terms, names and resource counts earlier checks left in it change the models
+    (the traces) and the rlimit outcomes of later ones. A fresh context makes the same
+    policy give the same verdict and trace whatever the process checked before."""
+    saved = getattr(z3.z3, "_main_ctx", None)
+    z3.z3._main_ctx = z3.Context()  # what z3.main_ctx() returns from now on
+    try:
+        yield
+    finally:
+        z3.z3._main_ctx = saved
+
+
 def decide(
     policy: Policy,
     budget: Budget | None = None,
@@ -184,7 +200,12 @@ def decide(
 ) -> Decision:
     """The verdict for ``policy`` under ``profile``: safe (certified), unsafe (replayed
     trace) or unknown. ``ignore_static`` judges the session dynamics only (used by fix
-    synthesis)."""
+    synthesis). Deterministic: every call runs in a z3 context of its own."""
+    with own_context():
+        return _decide(policy, budget, ignore_static, profile)
+
+
+def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile: Profile) -> Decision:
     budget = budget or Budget()
     start = time.perf_counter()
     static = () if ignore_static else tuple(static_findings(policy))

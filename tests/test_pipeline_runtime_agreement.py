@@ -197,8 +197,8 @@ units = st.sampled_from(["turns", "tokens"])
 
 
 @st.composite
-def stages(draw: st.DrawFn) -> Stage:
-    if draw(st.booleans()):
+def stages(draw: st.DrawFn, kind: str = "any") -> Stage:
+    if kind == "truncate" or (kind == "any" and draw(st.booleans())):
         return Truncate(draw(units), draw(st.integers(0, 16)))
     keep_unit = draw(units)
     keep = draw(st.integers(0, 4) if keep_unit == "turns" else st.integers(0, 8))
@@ -213,12 +213,14 @@ def policies(draw: st.DrawFn) -> Policy:
     return Policy(
         name="random", turn_min=lo, turn_max=draw(st.integers(lo, 4)),
         floor=draw(st.integers(0, 5)), floor_unit=draw(units),
-        stages=tuple(draw(st.lists(stages(), min_size=1, max_size=3))),
+        stages=tuple(draw(st.permutations(  # at least one compact stage, so sessions compact
+            [draw(stages("compact")), *draw(st.lists(stages(), max_size=2))]))),
         base_tokens=draw(st.integers(0, 3)), keep_first=draw(st.integers(0, 2)),
     )
 
 
-sessions = st.lists(st.integers(1, 4), max_size=30)
+# a uniform length (Hypothesis' own lists are mostly short: too short to compact)
+sessions = st.integers(0, 40).flatmap(lambda n: st.lists(st.integers(1, 4), min_size=n, max_size=n))
 
 # LangChain's SummarizationMiddleware shape with no trim (no input_limit), scaled down:
 # summarize at a token trigger, keep the newest turns, the summarizer shown the

@@ -121,12 +121,13 @@ def floor_lost(tail_turns: Z, tail_tokens: Z, floor: Z, unit: str) -> Z:
 
 
 def floor_unshown(policy: Policy, stage: Compact, profile: Profile) -> bool:
-    """At a clean compaction that summarizes at least one turn, whether the floor misses
-    the summarizer's input. Only ``strict`` asks for it. With ``input = "all"`` the input
-    is the candidates (all seen: else a hole) and the tail, which holds the floor (else
-    ``floor_lost``); with ``"candidates"`` the newest turn is in the floor whenever
-    ``F > 0``, and it is either in the tail (not shown) or a candidate (not in the context,
-    ``floor_lost``): every such compaction misses it."""
+    """Whether, under ``profile``, every clean compaction that summarizes at least one turn
+    is a floor loss because of the summarizer's input (then the loss is just ``fire``).
+    Only ``strict`` asks for the floor in the input. With ``input = "all"`` the input is the
+    candidates (all seen: else a hole) and the tail, which holds the floor (else
+    ``floor_lost``): nothing to add. With ``"candidates"`` the newest turn is in the floor
+    whenever ``F > 0``, and it is either in the tail (not shown to the summarizer) or a
+    candidate (not in the context: ``floor_lost``): every such compaction is a loss."""
     return profile == "strict" and stage.input == "candidates" and policy.floor > 0
 
 

@@ -291,7 +291,7 @@ class LineageMachine(RuleBasedStateMachine):
         kinds = ["count", "reversed", "negative", "past_end", "saw", "keeps", "evict",
                  "case", "commit_saw", "commit_keeps"]
         if o.used_ids:
-            kinds += ["repeated", "repeated"]
+            kinds += ["repeated"] * 4
         kind = data.draw(st.sampled_from(kinds))
         bad_id = unknown
         if kind in ("saw", "keeps", "evict", "case", "commit_saw", "commit_keeps") and gone \
@@ -405,7 +405,7 @@ def _run(**kw: Any) -> None:
 
 @needs_lineage
 def test_ledger_matches_the_lineage_oracle() -> None:
-    _run(max_examples=30, stateful_step_count=20)
+    _run(max_examples=75, stateful_step_count=25)
 
 
 @pytest.mark.slow

@@ -382,12 +382,27 @@ class LedgerCore:
         floor_in_input: bool,
     ) -> Decision:
         """Profiles ``strict`` (``floor_in_input``) and ``partitioned`` (strict without it)."""
-        pc, rec, lost = self.prior(saw, keeps)
-        if not self.well_formed(t, summary_input, summary_covers, pc):
-            return _WELL_FORMED
+        if saw is None and not keeps:  # the common call: the whole context's prior coverage
+            ctx = self.summaries
+            pc = ctx.coverage() if ctx._cov is None else ctx._cov
+            rec, lost = self.recovered, self.lost
+        else:
+            pc, rec, lost = self.prior(saw, keeps)
         n = self.n
         a, b = summary_input
         c, d = summary_covers
+        if not (
+            0 <= t <= n  # and so n >= 0
+            and 0 <= a <= b <= n
+            and 0 <= c <= d <= n
+            and self._min_lo >= 0
+            and self._max_hi <= n
+            and self.F >= 0
+            and self._units_known
+            and not self.reversed
+            and (not pc or (pc.los[0] >= 0 and pc.his[-1] <= n))
+        ):  # well_formed, inline (this is the hot path); same as :meth:`well_formed`
+            return _WELL_FORMED
         failed: list[str] = []
         if self.floor_unit != self.truncator_unit:
             failed.append("units_agree")

@@ -57,7 +57,7 @@ class SummaryContext:
     that summary's own union (no copy), so read it, never write it.
     """
 
-    __slots__ = ("_count", "_cov", "_ids", "_used")
+    __slots__ = ("_count", "_cov", "_ids", "_used")  # _cov is read directly by the ledger core
 
     def __init__(self) -> None:
         self._ids: dict[str, Summary] = {}  # in the context, oldest first

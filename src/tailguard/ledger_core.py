@@ -341,23 +341,6 @@ class LedgerCore:
         """The raw truncation the seed's ``truncation_clear`` reports (diagnostics)."""
         return self._stair.max_hi_below(t) if self._stair is not None else None
 
-    def well_formed(self, t: int, summary_input: Pair, summary_covers: Pair, pc: IntervalUnion) -> bool:
-        """The strict ``well_formed`` clause on the equivalent case with prior coverage ``pc``."""
-        n = self.n
-        a, b = summary_input
-        c, d = summary_covers
-        return (
-            0 <= t <= n  # and so n >= 0
-            and 0 <= a <= b <= n
-            and 0 <= c <= d <= n
-            and self._min_lo >= 0
-            and self._max_hi <= n
-            and self.F >= 0
-            and self._units_known
-            and not self.reversed
-            and (not pc or (pc.los[0] >= 0 and pc.his[-1] <= n))
-        )
-
     def uncovered_outside(self, t: int, x_lo: int, x_hi: int) -> list[Pair]:
         """``[0, n)`` minus ``X = [x_lo, x_hi)`` minus ``T = [t, n)``: at most 3 ranges."""
         n = self.n
@@ -401,7 +384,7 @@ class LedgerCore:
             and self._units_known
             and not self.reversed
             and (not pc or (pc.los[0] >= 0 and pc.his[-1] <= n))
-        ):  # well_formed, inline (this is the hot path); same as :meth:`well_formed`
+        ):  # the strict well_formed clause on the equivalent case with prior coverage pc
             return _WELL_FORMED
         failed: list[str] = []
         if self.floor_unit != self.truncator_unit:

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tailguard._generated.checker import UNITS, Decision
-from tailguard.intervals import fmt_set, normalize
+from tailguard.intervals import difference, fmt_set, normalize
 from tailguard.ledger_core import LedgerCore, fmt
-from tailguard.lineage import union_of
 
 __all__ = ["explain"]
 
@@ -162,12 +161,7 @@ def _holes_sentence(core: LedgerCore, holes: tuple[Pair, ...], saw: Sequence[str
 
 def _minus(ranges: list[Pair], cut: list[Pair]) -> list[Pair]:
     """``ranges \\ cut`` as maximal ranges."""
-    if not cut:
-        return list(ranges)
-    c = union_of([])
-    for lo, hi in cut:
-        c.add(lo, hi)
-    return [g for lo, hi in ranges for g in c.gaps(lo, hi)]
+    return difference(normalize(ranges), normalize(cut))
 
 
 def _why(core: LedgerCore, t: int, a: int, b: int, c: int, d: int, saw: Sequence[str] | None,

@@ -50,11 +50,20 @@ def _load(name: str) -> Any:
     return mod
 
 
+def version_string() -> str:
+    """``tailguard 0.1.0 (spec 1.1.0)``: the package and the spec its checker was generated from."""
+    from tailguard import SPEC_VERSION, __version__
+
+    return f"tailguard {__version__} (spec {SPEC_VERSION})"
+
+
 def build_parser(selected: str | None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tailguard",
         description="Refuse lossy compaction whenever recovery cannot be proven.",
     )
+    parser.add_argument("--version", action="version", version=version_string(),
+                        help="print the package and spec versions and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)

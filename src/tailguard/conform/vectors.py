@@ -62,9 +62,13 @@ class VectorSet:
 
 
 def default_directory() -> Path:
-    from tailguard.project import project_root
+    """The installed kit's vectors, else the checkout's ``spec/vectors`` (:mod:`tailguard.resources`)."""
+    from tailguard.resources import KitNotFound, vectors_dir
 
-    return project_root() / "spec" / "vectors"
+    try:
+        return vectors_dir()
+    except KitNotFound as exc:
+        raise VectorError(str(exc)) from None
 
 
 def load_vectors(directory: Path | None = None) -> VectorSet:

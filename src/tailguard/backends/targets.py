@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tailguard.backends.docs_render import render_clause_reference, splice
+from tailguard.backends.dts_render import render_dts
 from tailguard.backends.js_render import render_js, render_js_adapter
 from tailguard.backends.python_render import render_python
 from tailguard.backends.vectors import vector_targets
@@ -29,6 +30,7 @@ def targets() -> list[Target]:
         Target("src/tailguard/_generated/checker.py", lambda s, r: render_python(s), "runtime checker"),
         Target("spec/SPEC.md", _spec_md, "clause reference block of the normative spec"),
         Target("js/tailguard-checker.mjs", lambda s, r: render_js(s), "JavaScript checker (Node.js, no dependencies)"),
+        Target("js/tailguard-checker.d.ts", lambda s, r: render_dts(s), "TypeScript declarations of the JS checker"),
         Target("js/conform-adapter.mjs", lambda s, r: render_js_adapter(s),
                "conformance adapter of the JavaScript checker"),
         *(Target(path, render, what) for path, render, what in vector_targets()),

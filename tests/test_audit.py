@@ -98,7 +98,8 @@ def test_every_clause_and_override_in_text(tmp_path: Path) -> None:
         assert f"refuse {clause}: " in text, clause
     assert "offsets [19, 20) of the retained tail [19, 20) were truncated at line 4" in text
     assert "claims offsets [0, 4) it never saw; [3, 4) were truncated at line 3" in text
-    assert "offsets [2, 4), [19, 20) were truncated at lines 3, 4 and never" in text
+    # each hole names the exact lines that evicted it
+    assert "offsets [2, 4) (line 3), [19, 20) (line 4) were truncated and never" in text
     assert "offsets [0, 2), [10, 19) are in no summary, spill or tail" in text
     assert 'committed anyway, override: "on call said so"' in text
     code, out, _ = audit("--format", "json", path)
@@ -212,14 +213,20 @@ def test_memory_is_bounded_by_the_interval_sets() -> None:
     assert peak < peak_mid + 100_000, (peak_mid, peak)
 
 
-def test_origins_merge_and_name_the_line_span(tmp_path: Path) -> None:
-    lines = [HEADER, '{"event": "append", "count": 30}']
-    lines += [f'{{"event": "truncate", "range": [{i}, {i + 1}]}}' for i in range(5)]
+def test_a_hole_names_the_exact_truncation_lines_not_the_span(tmp_path: Path) -> None:
+    # adjacent truncations at lines 3, 5 and 7 merge into one hole; lines 4 and 6 spill and
+    # truncate other offsets, which are no part of the hole and go unnamed
+    lines = [HEADER, '{"event": "append", "count": 30}',
+             '{"event": "truncate", "range": [0, 2]}',
+             '{"event": "spill", "range": [10, 12]}',
+             '{"event": "truncate", "range": [2, 3]}',
+             '{"event": "truncate", "range": [10, 12]}',
+             '{"event": "truncate", "range": [3, 5]}']
     lines.append('{"event": "compact", "summary_input": [5, 30], "summary_covers": [5, 28], '
                  '"tail_start": 28}')
     code, out, _ = audit(write(tmp_path, *lines))
     assert code == 1
-    assert "offsets [0, 5) were truncated at lines 3 to 7 and never summarized" in out
+    assert "offsets [0, 5) were truncated at lines 3, 5, 7 and never summarized" in out
 
 
 # -- spec 1.1: summary lineage in the log -------------------------------------------------
@@ -286,9 +293,12 @@ def test_a_summary_lost_earlier_is_named_at_the_next_compaction(tmp_path: Path) 
                  '{"event": "compact", "summary_input": [6, 10], "summary_covers": [6, 10], "tail_start": 10}')
     code, out, _ = audit("--profile", "partitioned", path)
     assert code == 1
-    assert ("offsets [0, 4) were covered only by summary 's1' (line 3), which left the context unseen by "
-            "the summarizer at line 4; offsets [4, 6) were covered only by summary '1' (line 4), which was "
-            "evicted from the context at line 6") in out
+    assert (":4: refuse no_hole: offsets [0, 4) were covered only by summary 's1' (line 3), which this "
+            "compaction's summarizer did not see and which it does not keep\n") in out
+    # explained once: at line 7 [0, 4) is still open, and only the new hole is explained
+    assert (":7: refuse no_hole: offsets [4, 6) were covered only by summary '1' (line 4), which was "
+            "evicted from the context at line 6; offsets [0, 4) still open since line 4 "
+            "(explained where first reported)\n") in out
     # without the lineage keys the same log means what it meant in 1.0: nothing is lost
     plain = write(tmp_path, HEADER, '{"event": "append", "count": 8}', COMPACT_0,
                   '{"event": "compact", "summary_input": [4, 6], "summary_covers": [4, 6], "tail_start": 6}',

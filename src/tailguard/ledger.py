@@ -25,7 +25,7 @@ import io
 import json
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
@@ -469,7 +469,7 @@ class Verdict(NamedTuple):
 
 def replay(
     events: Iterable[Event], *, profile: str = "strict", explain: bool = False,
-    source: str = "<trace>",
+    source: str = "<trace>", narrow: Callable[[int, Decision], Decision] | None = None,
 ) -> Iterator[Session | Verdict | Refusal]:
     """Replay events (from :func:`tailguard.eventlog.iter_events`) through a ledger core.
 
@@ -482,6 +482,8 @@ def replay(
     Streams: the state is the merged interval sets and the summaries in the context (plus,
     with ``explain``, which lines truncated each range and which lost summary covered it;
     for the seed profile, the seed's raw truncations reduced to non-dominated pairs).
+    With ``explain``, ``narrow(line, decision)`` (if given) picks what of each refused decision
+    to explain, e.g. only holes a report has not named yet; ``Verdict.decision`` stays whole.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
@@ -508,7 +510,8 @@ def replay(
             decision = decide(profile, ev.tail_start, ev.summary_input, ev.summary_covers, ev.saw, ev.keeps)
             sentences: tuple[str, ...] = ()
             if explain and not decision.allowed:
-                sentences = tuple(_explain(core, profile, decision, ev.tail_start, ev.summary_input,
+                shown = decision if narrow is None else narrow(ev.line, decision)
+                sentences = tuple(_explain(core, profile, shown, ev.tail_start, ev.summary_input,
                                            ev.summary_covers, ev.saw, ev.keeps))
             yield Verdict(ev.line, decision, sentences, ev.override, ev, core.n)
             core.compact(ev.summary_input, ev.summary_covers, ev.line, summary=ev.summary, saw=ev.saw,

@@ -48,20 +48,32 @@ def fmt(lo: int, hi: int) -> str:
 class TruncationOrigins:
     """Which lines truncated which offsets (for diagnostics only).
 
-    Disjoint ranges, sorted; each tagged with the first and last line that truncated part
-    of it. Adjacent ranges merge (widening the tag), so this stays as small as the merged
-    truncation set: memory never grows with the number of events beyond it.
+    Two sets of disjoint sorted ranges. Offsets that were not recoverable when truncated (the
+    ones a hole can name) keep the exact line of each truncation, one range per truncated
+    piece, never merged: a hole built from several truncations names each of their lines.
+    Offsets that were already recovered (spilled or summarized) when truncated can only be
+    named by ``tail_intact`` and ``summary_honest``; their ranges merge with adjacent ones,
+    widening the tag to the first and last line, so that a long session which spills before
+    it truncates keeps O(1) state here.
     """
 
-    __slots__ = ("_his", "_los", "_tags")
+    __slots__ = ("_exact", "_his", "_los", "_tags")
 
     def __init__(self) -> None:
         self._los: list[int] = []
         self._his: list[int] = []
         self._tags: list[tuple[object, object]] = []
+        self._exact: tuple[list[int], list[int], list[object]] = ([], [], [])
 
-    def add_fresh(self, lo: int, hi: int, tag: object) -> None:
+    def add_fresh(self, lo: int, hi: int, tag: object, *, exact: bool = False) -> None:
         """Add ``[lo, hi)``, disjoint from every range held (it was not truncated before)."""
+        if exact:
+            e_los, e_his, e_tags = self._exact
+            k = bisect_right(e_los, lo)
+            e_los.insert(k, lo)
+            e_his.insert(k, hi)
+            e_tags.insert(k, tag)
+            return
         los, his, tags = self._los, self._his, self._tags
         i = bisect_right(los, lo)
         first, last = tag, tag
@@ -77,11 +89,17 @@ class TruncationOrigins:
         tags[i:j] = ((first, last),)
 
     def within(self, lo: int, hi: int) -> list[tuple[object, object]]:
+        """``(first, last)`` line pairs of the truncations meeting ``[lo, hi)`` (exact ones: first == last)."""
+        out: list[tuple[object, object]] = []
         los, his = self._los, self._his
         i = bisect_right(his, lo)
-        out: list[tuple[object, object]] = []
         while i < len(los) and los[i] < hi:
             out.append(self._tags[i])
+            i += 1
+        los, his, tags = self._exact
+        i = bisect_right(his, lo)
+        while i < len(los) and los[i] < hi:
+            out.append((tags[i], tags[i]))
             i += 1
         return out
 
@@ -187,7 +205,10 @@ class LedgerCore:
         if lo < hi:
             if self.origins is not None:
                 for g_lo, g_hi in self.truncated.gaps(lo, hi):
-                    self.origins.add_fresh(g_lo, g_hi, tag)
+                    for p_lo, p_hi in self.recovered.pieces(g_lo, g_hi):
+                        self.origins.add_fresh(p_lo, p_hi, tag)
+                    for p_lo, p_hi in self.recovered.gaps(g_lo, g_hi):
+                        self.origins.add_fresh(p_lo, p_hi, tag, exact=True)
             if self.recovered:
                 for g_lo, g_hi in self.recovered.gaps(lo, hi):
                     self.lost.add(g_lo, g_hi)

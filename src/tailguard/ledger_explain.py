@@ -104,13 +104,16 @@ def _lines(core: LedgerCore, ranges: list[Pair]) -> str:
     """`` at line 3`` / `` at lines 3, 7``: where ``ranges`` were truncated (text audit)."""
     if core.origins is None or not ranges:
         return ""
-    tags: list[tuple[object, object]] = []
+    seen: dict[tuple[object, object], None] = {}
     for lo, hi in ranges:
         for tag in core.origins.within(lo, hi):
-            if tag[0] is not None and tag not in tags:
-                tags.append(tag)
-    if not tags:
+            if tag[0] is not None:
+                seen[tag] = None
+    if not seen:
         return ""
+    tags = list(seen)
+    if all(isinstance(x, int) and isinstance(y, int) for x, y in tags):
+        tags.sort(key=lambda xy: (xy[0], xy[1]))
     text = ", ".join(str(x) if x == y else f"{x} to {y}" for x, y in tags)
     word = "line" if len(tags) == 1 and tags[0][0] == tags[0][1] else "lines"
     return f" at {word} {text}"
@@ -147,16 +150,28 @@ def _holes_sentence(core: LedgerCore, holes: tuple[Pair, ...], saw: Sequence[str
     truncated = [p for lo, hi in rest for p in core.truncated.pieces(lo, hi)]
     dropped = _minus(rest, truncated)
     if truncated:
-        parts.append(
-            f"offsets {fmt_set(normalize(truncated))} were truncated{_lines(core, truncated)} "
-            "and never summarized or spilled"
-        )
+        parts.append(f"offsets {_truncated_where(core, normalize(truncated))} and never summarized or spilled")
     if dropped:
         parts.append(
             f"offsets {fmt_set(dropped)} are in no summary, spill or tail "
             "(the compaction evicts them unsummarized)"
         )
     return "; ".join(parts)
+
+
+def _truncated_where(core: LedgerCore, ranges: list[Pair]) -> str:
+    """``[0, 8) were truncated at line 3``, or per range: ``[0, 8) (line 3), [9, 12) (lines 5, 6) were truncated``.
+
+    The lines are exact: each truncation that evicted part of a range, not the span of lines
+    between the first and the last (see :class:`~tailguard.ledger_core.TruncationOrigins`).
+    """
+    if core.origins is None or len(ranges) == 1:
+        return f"{fmt_set(ranges)} were truncated{_lines(core, ranges)}"
+    parts = []
+    for lo, hi in ranges:
+        where = _lines(core, [(lo, hi)])
+        parts.append(fmt(lo, hi) + (f" ({where.removeprefix(' at ')})" if where else ""))
+    return ", ".join(parts) + " were truncated"
 
 
 def _minus(ranges: list[Pair], cut: list[Pair]) -> list[Pair]:

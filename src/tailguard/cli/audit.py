@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO, Protocol, TextIO
 
 from tailguard._generated.checker import PROFILES
+from tailguard.audit_report import TextReport
 from tailguard.eventlog import EventLogError, Refusal, Session, iter_events
 from tailguard.ledger import Verdict, replay
 
@@ -32,12 +33,17 @@ _PROGRESS_EVERY = 1 << 16  # lines between clock checks
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("exit codes: 0 every compaction allowed, 1 some compaction refused, 2 unusable input "
+                     "(FILE:LINE: field: reason)")
     parser.add_argument("trace", metavar="TRACE.jsonl", help="the event log ('-' reads stdin)")
     parser.add_argument("--profile", default="strict",
                         help="seed, strict or partitioned (default strict; partitioned for pipelines "
                              "whose summarizer sees the candidates but not the kept tail)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text: a post-mortem of every refused compaction (default); json: one object")
+                        help="text: a post-mortem of every refused compaction, each hole explained once "
+                             "(default); json: one object with every compaction's full hole list")
+    parser.add_argument("--summary", action="store_true",
+                        help="counts only: compactions judged, refused, refusals logged")
 
 
 def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
@@ -61,34 +67,24 @@ def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
         stderr.flush()
 
 
-def _text_verdict(where: str, v: Verdict, header: Session) -> list[str]:
-    c = v.compaction
-    (a, b), (cc, d), t = c.summary_input, c.summary_covers, c.tail_start
-    out = [
-        f"{where}:{v.line}: compaction refused ({', '.join(v.decision.failed)}): summary "
-        f"covers [{cc}, {d}) of input [{a}, {b}), tail starts at {t}, history end "
-        f"{v.history_end} {header.unit}"
-    ]
-    out.extend(f"{where}:{v.line}: refuse {sentence}" for sentence in v.explanation)
-    if v.override is not None:
-        out.append(f"{where}:{v.line}: committed anyway, override: {json.dumps(v.override)}")
-    return out
-
-
 class _Out(Protocol):
     def write(self, text: str, /) -> object: ...
 
 
 def _audit(
-    lines: Iterable[bytes], where: str, profile: str, fmt: str, out: _Out
+    lines: Iterable[bytes], where: str, profile: str, fmt: str, out: _Out, summary: bool = False
 ) -> tuple[int, int]:
     """Write the report to ``out``; return (compactions, violations)."""
-    explain = fmt == "text"
-    results = replay(iter_events(lines, where), profile=profile, explain=explain, source=where)
+    explain = fmt == "text" and not summary
+    report = TextReport(where, out) if explain else None
+    results = replay(iter_events(lines, where), profile=profile, explain=explain, source=where,
+                     narrow=None if report is None else report.narrow)
     header = next(results)
     assert isinstance(header, Session)
+    if report is not None:
+        report.unit = header.unit
     compactions = violations = refusals = 0
-    if not explain:
+    if fmt == "json" and not summary:
         out.write('{"compactions": [')
     dumps = json.dumps
     for v in results:
@@ -99,11 +95,13 @@ def _audit(
         compactions += 1
         refused = not v.decision.allowed
         violations += refused
-        if not explain:
+        if report is not None:
+            report.verdict(v)
+        elif fmt == "json" and not summary:
             out.write((", " if compactions > 1 else "") + dumps(v.to_json()))
-        elif refused:
-            out.write("\n".join(_text_verdict(where, v, header)) + "\n")
-    if explain:
+    if fmt == "json" and summary:
+        out.write(dumps({"judged": compactions, "violations": violations, "refusals": refusals}) + "\n")
+    elif fmt == "text":
         noun = "compaction" if compactions == 1 else "compactions"
         tally = f"{violations} refused" if violations else "all allowed"
         logged = ""
@@ -142,7 +140,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8")
         )
         try:
-            _, violations = _audit(lines, where, args.profile, args.format, spool)
+            _, violations = _audit(lines, where, args.profile, args.format, spool, args.summary)
         except EventLogError as exc:
             print(exc, file=stderr)
             return 2

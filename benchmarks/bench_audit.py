@@ -16,6 +16,7 @@ Target: audit runs at no less than half the speed of parsing alone (ratio >= 0.5
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -108,11 +109,11 @@ def best_interleaved(path: str, repeat: int) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> int:
-    events = 300_000
-    if "--events" in argv:
-        events = int(argv[argv.index("--events") + 1])
-    if "--quick" in argv:
-        events = 50_000
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--events", type=int, default=300_000, help="events in the log (default 300,000)")
+    parser.add_argument("--quick", action="store_true", help="50,000 events")
+    args = parser.parse_args(argv)
+    events = 50_000 if args.quick else args.events
     fd, path = tempfile.mkstemp(suffix=".jsonl")
     os.close(fd)
     try:

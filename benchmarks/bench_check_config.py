@@ -7,6 +7,7 @@ exhaustive explorer against the z3 engine on each.
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,7 @@ def scaled(d: int) -> Policy:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None).parse_args()
     print(f"{'example':40} {'verdict':8} {'seconds':>8}")
     for path in sorted((ROOT / "examples" / "policies").glob("*.toml")):
         policy = load_policy(str(path))

@@ -21,6 +21,7 @@ truncations the ledger is at least 1,000 times faster than the seed's loop.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import timeit
 
@@ -66,7 +67,9 @@ def measure(k: int, repeat: int, shape: str = "oldest") -> tuple[float, float, f
 
 
 def main(argv: list[str]) -> int:
-    repeat = 3 if "--quick" in argv else 7
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="best of 3 instead of 7")
+    repeat = 3 if parser.parse_args(argv).quick else 7
     print(f"one compaction decision, best of {repeat} (Python {sys.version.split()[0]})")
     print(f"{'truncations':>12} {'seed loop':>12} {'ledger seed':>12} {'ledger strict':>14}"
           f" {'seed/ledger(seed)':>18} {'seed/ledger(strict)':>20}")

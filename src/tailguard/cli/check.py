@@ -14,6 +14,7 @@ from tailguard.case import InputError, load_case_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = "exit codes: 0 allow, 1 refuse, 2 unusable input (the message names the field)"
     parser.add_argument("case", metavar="CASE.json", help="the case file ('-' reads stdin)")
     parser.add_argument("--profile", default="strict",
                         help="seed, strict or partitioned (default strict; partitioned for pipelines "

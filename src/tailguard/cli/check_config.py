@@ -15,8 +15,13 @@ from typing import TextIO
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register check-config's options."""
-    parser.add_argument("policies", nargs="+", metavar="POLICY.toml")
-    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    parser.epilog = ("exit codes: 0 safe, 1 unsafe, 3 unknown (a budget ran out), 2 unusable input "
+                     "(FILE:LINE: key: reason); several files: the worst verdict")
+    parser.add_argument("policies", nargs="+", metavar="POLICY.toml",
+                        help="policy files (format: docs/check-config.md)")
+    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                        help="text: verdict, findings and traces (default); json: one object for all files; "
+                             "sarif: SARIF 2.1.0 for code scanning")
     parser.add_argument("--profile", choices=("partitioned", "strict"), default="partitioned",
                         help="partitioned (default): the floor stays verbatim in the context; "
                              "strict: it must also be in the summarizer's input "

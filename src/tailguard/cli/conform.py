@@ -21,6 +21,8 @@ from tailguard.conform.vectors import VectorError, load_vectors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("exit codes: 0 every answer agrees, 1 some mismatch, 2 the implementation crashed, hung or "
+                     "spoke something else, or the vectors or arguments are unusable")
     parser.add_argument("--profile", choices=(*PROFILES, "all", "both"), default="all",
                         help="which profile's answers to check: one of them, all (the default), or "
                              "both (seed and strict, the 1.0 default)")
@@ -33,12 +35,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=5.0, metavar="SEC",
                         help="per-case timeout in seconds (default 5)")
     parser.add_argument("--vectors", type=Path, default=None, metavar="DIR",
-                        help="vector directory (default: spec/vectors of this checkout)")
+                        help="vector directory (default: the kit installed with tailguard, else spec/vectors "
+                             "of this checkout)")
     parser.add_argument("--only", action="append", default=[], metavar="ID",
                         help="run only vectors whose id starts with ID (repeatable; no random cases)")
     parser.add_argument("--max-report", type=int, default=10, metavar="N",
                         help="mismatches shown in full (default 10)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: a summary and the first mismatches (default); json: one object with every "
+                             "mismatch")
     parser.add_argument("impl", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the implementation to run, after --")
 

@@ -13,6 +13,8 @@ from tailguard.speclang.load import SpecError, load_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("exit codes: 0 every derived file written or up to date, 1 stale (--check), "
+                     "2 no spec/ or a spec error")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if any derived file is stale")
 

@@ -61,6 +61,7 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tailguard",
         description="Refuse lossy compaction whenever recovery cannot be proven.",
+        epilog="exit codes: each command's --help lists its own; 2 for a usage error",
     )
     parser.add_argument("--version", action="version", version=version_string(),
                         help="print the package and spec versions and exit")

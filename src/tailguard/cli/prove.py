@@ -16,7 +16,10 @@ from typing import TextIO
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.epilog = ("exit codes: 0 every theorem holds, 1 some theorem failed or was unknown (budget), "
+                     "2 setup (no spec/ or proofs/, unknown --only id)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: one line per theorem (default); json: one object per theorem")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these theorem ids")
 
 

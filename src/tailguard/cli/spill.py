@@ -29,7 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the four spill subcommands on ``parser``."""
     sub = parser.add_subparsers(dest="spill_command", metavar="SUBCOMMAND")
 
-    put = sub.add_parser("put", help="store FILE durably; prints its handle as the last line")
+    parser.epilog = ("exit codes: put and verify 0 ok, 1 failed; get 0 ok, 1 absent or corrupt, 2 malformed "
+                     "handle; list 0 ok, 1 rejected index records; every subcommand: 2 unusable arguments "
+                     "or no store at DIR")
+    put = sub.add_parser("put", help="store FILE durably; prints its handle as the last line",
+                         epilog="exit codes: 0 stored, 1 the write failed (nothing half-written), 2 unusable input")
     put.add_argument("--store", required=True, metavar="DIR", help="spill store directory")
     put.add_argument("file", metavar="FILE", help="file to spill ('-' reads standard input)")
     put.add_argument("--session", default=None, help="session id to record")
@@ -39,16 +43,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     put.add_argument("--unit", choices=UNITS, default=None, help="unit of the offsets")
 
-    get = sub.add_parser("get", help="write the exact bytes of HANDLE to standard output")
+    get = sub.add_parser("get", help="write the exact bytes of HANDLE to standard output",
+                         epilog="exit codes: 0 the exact bytes written, 1 absent or corrupt, 2 malformed handle "
+                                "or no store at DIR")
     get.add_argument("--store", required=True, metavar="DIR", help="spill store directory")
     get.add_argument("handle", metavar="HANDLE", help="sha256:<64 hex>, as printed by put")
 
-    verify = sub.add_parser("verify", help="re-read every record; exit 0 only if all intact")
+    verify = sub.add_parser("verify", help="re-read every record; exit 0 only if all intact",
+                            epilog="exit codes: 0 all intact, 1 some problem (each printed), 2 no store at DIR")
     verify.add_argument("--store", required=True, metavar="DIR", help="spill store directory")
 
-    lister = sub.add_parser("list", help="list the index: handle, size, session, range, time")
+    lister = sub.add_parser("list", help="list the index: handle, size, session, range, time",
+                            epilog="exit codes: 0 listed, 1 some index record rejected (named on stderr), "
+                                   "2 no store at DIR")
     lister.add_argument("--store", required=True, metavar="DIR", help="spill store directory")
-    lister.add_argument("--format", choices=("text", "json"), default="text")
+    lister.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: one line per record (default); json: records and rejected lines")
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

@@ -17,6 +17,8 @@ from tailguard.conform.vectors import VectorError, load_vectors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("exit codes: 0 the guard agrees on every case tried, 1 a disagreement found, 2 the guard "
+                     "cannot be loaded or called, or the vectors are unusable")
     parser.add_argument("guard", metavar="MODULE:FUNCTION", help="the guard, e.g. mypkg.guards:check_compaction")
     parser.add_argument("--profile", choices=PROFILES, default="strict",
                         help="the contract to check against (default strict)")
@@ -26,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crosshair-timeout", type=int, default=10, metavar="SEC",
                         help="crosshair --per_condition_timeout (default 10)")
     parser.add_argument("--vectors", type=Path, default=None, metavar="DIR",
-                        help="vector directory (default: spec/vectors of this checkout)")
+                        help="vector directory (default: the kit installed with tailguard, else spec/vectors "
+                             "of this checkout)")
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

@@ -384,3 +384,31 @@ def test_runtime_path_imports_no_solver_or_test_library() -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
     assert out.stdout == "[]\n"
+
+
+def test_contract_checker_reports_the_docs_stub_store_instead_of_raising() -> None:
+    # the custom-store snippet of docs/spill.md, run as written (its methods are `...` stubs)
+    text = (Path(__file__).resolve().parents[1] / "docs" / "spill.md").read_text()
+    start = text.index("```python\n", text.index("## Interface for custom stores")) + len("```python\n")
+    snippet = text[start:text.index("```", start)]
+    assert "check_store(MyStore())" in snippet
+    namespace: dict[str, object] = {}
+    exec(compile(snippet, "docs/spill.md", "exec"), namespace)
+    failures = namespace["problems"]
+    assert isinstance(failures, list) and failures
+    assert any(f.startswith("put(<0 bytes>) returned None, expected 'sha256:") for f in failures)
+    assert "list() returned NoneType, expected a list of SpillRecord" in failures
+    assert "verify() returned NoneType, expected a VerifyReport" in failures
+
+
+def test_contract_checker_reports_a_method_that_raises() -> None:
+    class Broken(MemorySpillStore):
+        def list(self) -> list[object]:
+            raise RuntimeError("index offline")
+
+        def verify(self) -> object:
+            raise OSError("disk gone")
+
+    failures = check_store(Broken())
+    assert "list() raised RuntimeError: index offline" in failures
+    assert "verify() raised OSError: disk gone" in failures

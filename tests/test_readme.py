@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tailguard.cli.prove import load_theorems
 from tailguard.theorems import REGISTRY
 
@@ -34,3 +36,119 @@ def test_quick_start_commands_present() -> None:
     quick = _section(text, "Quick start")
     assert "examples/cases/seed-incident.json" in quick
     assert "bash .ci/test" in quick or "pytest" in quick
+
+
+# -- the README's examples print what they show ---------------------------------------------
+
+def _blocks(lang: str) -> list[tuple[int, str]]:
+    """``(first body line number, body)`` of every fenced block of ``lang`` ("" = no language) in the README."""
+    found: list[tuple[int, str]] = []
+    opened: tuple[str, int, list[str]] | None = None
+    for number, line in enumerate((ROOT / "README.md").read_text().splitlines(), 1):
+        if opened is None:
+            if line.startswith("```"):
+                opened = (line[3:].strip(), number + 1, [])
+        elif line.startswith("```"):
+            if opened[0] == lang:
+                found.append((opened[1], "".join(x + "\n" for x in opened[2])))
+            opened = None
+        else:
+            opened[2].append(line)
+    return found
+
+
+def _split_comment(line: str) -> tuple[str, str] | None:
+    """``code  # shown`` -> (code, shown), or None when the line has no trailing comment."""
+    import tokenize
+    from io import StringIO
+
+    try:
+        tokens = list(tokenize.generate_tokens(StringIO(line).readline))
+    except (tokenize.TokenError, IndentationError):
+        return None
+    comments = [t for t in tokens if t.type == tokenize.COMMENT]
+    if not comments:
+        return None
+    col = comments[-1].start[1]
+    return line[:col].rstrip(), comments[-1].string[1:].strip()
+
+
+def test_python_examples_print_what_they_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``expr  # value`` line of a python block evaluates to that value, every
+    ``print(...)  # text`` line prints that text; other comments are prose and are skipped."""
+    import ast
+    import contextlib
+    import io
+
+    monkeypatch.chdir(tmp_path)  # examples write files (session.jsonl)
+    checked = 0
+    namespace: dict[str, object] = {}  # one session, as a reader goes: later blocks use earlier imports
+    for start, body in _blocks("python"):
+        lines = body.splitlines()
+        out: list[str] = []
+        for i, line in enumerate(lines):
+            split = _split_comment(line)
+            if split is None or not split[0].strip():
+                out.append(line)
+                continue
+            code, shown = split
+            indent = code[: len(code) - len(code.lstrip())]
+            try:
+                node = ast.parse(code.strip(), mode="eval").body
+            except SyntaxError:
+                out.append(line)
+                continue
+            where = f"README.md:{start + i}"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                out.append(f"{indent}_check_print(lambda: {code.strip()}, {shown!r}, {where!r})")
+                checked += 1
+                continue
+            try:
+                ast.literal_eval(shown)
+            except (ValueError, SyntaxError):
+                out.append(line)  # prose, e.g. "# allowed"
+                continue
+            out.append(f"{indent}_check_value(({code.strip()}), {shown!r}, {where!r})")
+            checked += 1
+
+        def _check_print(fn: object, shown: str, where: str) -> None:
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                fn()  # type: ignore[operator]
+            assert buf.getvalue().rstrip("\n") == shown, f"{where}: prints {buf.getvalue()!r}, README shows {shown!r}"
+
+        def _check_value(value: object, shown: str, where: str) -> None:
+            assert value == ast.literal_eval(shown), f"{where}: gives {value!r}, README shows {shown}"
+
+        namespace.update(_check_print=_check_print, _check_value=_check_value)
+        exec(compile("\n".join(out), f"README.md:{start}", "exec"), namespace)
+    assert checked >= 3, f"only {checked} checked example lines: the README's examples moved or the parser broke"
+
+
+def test_console_examples_print_what_they_show() -> None:
+    import subprocess
+    import sys
+
+    runs = 0
+    for start, body in _blocks(""):
+        if not body.startswith("$ tailguard "):
+            continue
+        for chunk in re.split(r"^\$ ", body, flags=re.M)[1:]:
+            command, _, shown = chunk.partition("\n")
+            argv = command.split()
+            assert argv[0] == "tailguard"
+            proc = subprocess.run([sys.executable, "-m", "tailguard", *argv[1:]], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=120)
+            assert proc.stdout == shown, f"README.md:{start}: `{command}` prints\n{proc.stdout}"
+            runs += 1
+    assert runs >= 2
+
+
+def test_quick_start_decides_the_seed_incident_as_it_says() -> None:
+    from tests.cli_helpers import run_cli
+
+    quick = _section((ROOT / "README.md").read_text(), "Quick start")
+    assert "exit 1" in quick and "[0, 8)" in quick
+    code, out, _ = run_cli("check", "--format", "json", str(ROOT / "examples/cases/seed-incident.json"))
+    assert code == 1
+    assert '"holes": [[0, 8]]' in out

@@ -36,12 +36,16 @@ class Out(Protocol):
 class _Reported:
     """Disjoint sorted ranges, each tagged with the line of the compaction that first reported it."""
 
-    __slots__ = ("his", "lines", "los")
+    __slots__ = ("_annotated", "_last", "his", "lines", "los")
 
     def __init__(self) -> None:
         self.los: list[int] = []
         self.his: list[int] = []
         self.lines: list[int] = []
+        # the holes of the last call and their annotated pieces: a long run of refused
+        # compactions usually finds exactly the same holes, answered without a walk
+        self._last: tuple[Pair, ...] = ()
+        self._annotated: list[tuple[int, int, int]] = []
 
     def split(self, holes: tuple[Pair, ...], line: int) -> tuple[list[tuple[int, int, int]], list[Pair]]:
         """``(still_open, new)`` for ``holes`` (sorted, disjoint), then remember exactly ``holes``.
@@ -50,6 +54,8 @@ class _Reported:
         now tagged ``line``. Offsets reported before that are not in ``holes`` are forgotten:
         they were found closed, so if they open again they are explained again.
         """
+        if holes == self._last:
+            return self._annotated, []
         los, his, lines = self.los, self.his, self.lines
         old: list[tuple[int, int, int]] = []
         new: list[Pair] = []
@@ -85,10 +91,12 @@ class _Reported:
                 n_his.append(hi)
                 n_lines.append(line)
         self.los, self.his, self.lines = n_los, n_his, n_lines
+        self._last, self._annotated = holes, list(zip(n_los, n_his, n_lines, strict=True))
         return old, new
 
     def clear(self) -> None:
         self.los, self.his, self.lines = [], [], []
+        self._last, self._annotated = (), []
 
 
 def _ranges(pieces: list[Pair]) -> str:
@@ -121,6 +129,7 @@ class TextReport:
         self.out = out
         self._reported = _Reported()
         self._still_open: dict[int, list[tuple[int, int, int]]] = {}
+        self._sentence: tuple[list[tuple[int, int, int]] | None, str] = (None, "")  # last list, its sentence
 
     def narrow(self, line: int, decision: Decision) -> Decision:
         """What to explain of a refused compaction: only the holes not reported yet."""
@@ -148,7 +157,9 @@ class TextReport:
         sentences = list(v.explanation)
         old = self._still_open.pop(line, None)
         if old:
-            still = still_open_sentence(old)
+            if self._sentence[0] is not old:
+                self._sentence = (old, still_open_sentence(old))
+            still = self._sentence[1]
             at = next((i for i, x in enumerate(sentences) if x.startswith("no_hole: ")), None)
             if at is None:
                 sentences.append(f"no_hole: {still}")

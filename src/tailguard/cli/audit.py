@@ -1,11 +1,12 @@
-"""``tailguard audit [--profile seed|strict|partitioned] [--format text|json] TRACE.jsonl``.
+"""``tailguard audit [--profile seed|strict|partitioned] [--format text|json] [--summary] TRACE.jsonl``.
 
 Replays an event log (``spec/SPEC.md, section 9``) and judges every compaction against the ledger
 state at that moment. Exit 0 when every compaction is allowed, 1 when any is refused, 2 for
 unusable input (``FILE:LINE: field: reason`` on stderr, never a traceback).
 
+The text report is :class:`tailguard.audit_report.TextReport` (each hole explained once).
 Streams: memory is the ledger's interval sets (plus, for text, which line truncated
-what); results are spooled to a temporary file so that an input error found late never
+what and the holes already reported); results are spooled to a temporary file so that an input error found late never
 leaves half a report on stdout. A progress line is drawn on stderr when it is a terminal.
 """
 

@@ -24,7 +24,7 @@ is a tool the agent calls with a handle to read the spilled messages back.
 One middleware guards one session (one LangGraph thread): a second thread raises.
 
 Private hooks of ``SummarizationMiddleware`` this module relies on (validated with
-langchain 1.1.0 and 1.5.2; see docs/integrations.md): ``_ensure_message_ids``,
+langchain 1.5.0 and 1.5.2; see docs/integrations.md): ``_ensure_message_ids``,
 ``_should_summarize``, ``_determine_cutoff_index``, ``_partition_messages``,
 ``_trim_messages_for_summary``, ``_create_summary``, ``_acreate_summary``,
 ``_build_new_messages`` and, where present, ``_overflow_retry_prompt``.

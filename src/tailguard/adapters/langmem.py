@@ -13,7 +13,7 @@ running summary is the one summary in the context, always shown whole to the nex
 running summary unchanged (nothing newly marked), ``spill`` writes the messages about to be
 marked to the store first. ``GuardedSummarizationNode`` is ``SummarizationNode`` with the guard.
 
-Private functions of langmem this module relies on (validated with langmem 0.0.29 and 0.0.30):
+Private functions of langmem this module relies on (validated with langmem 0.0.30):
 ``langmem.short_term.summarization._preprocess_messages``,
 ``_adjust_messages_before_summarization`` and ``_prepare_summarization_result``.
 """

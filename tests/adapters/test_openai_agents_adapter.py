@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("agents", reason="install the frameworks extra (CI does)")
 
 import httpx
-from agents import SQLiteSession
+from agents import Agent, OpenAIResponsesModel, Runner, SQLiteSession, set_tracing_disabled
 from agents.memory import OpenAIResponsesCompactionSession
 from agents.memory.session_settings import SessionSettings
 from openai import AsyncOpenAI
@@ -29,21 +29,38 @@ from tailguard.seed_api import UnrecoverableCompactionError
 from tailguard.spill import MemorySpillStore
 from tests.adapters.fakes import audit_json
 
+set_tracing_disabled(True)  # offline: no trace export
+
+
+USAGE = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2, "input_tokens_details": {"cached_tokens": 0},
+         "output_tokens_details": {"reasoning_tokens": 0}}
+
+
+def model_reply(n: int) -> httpx.Response:
+    """A minimal ``/responses`` answer: one assistant message."""
+    return httpx.Response(200, json={
+        "id": f"resp_{n}", "object": "response", "created_at": 0, "model": "gpt-4.1", "status": "completed",
+        "output": [{"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": f"answer {n}", "annotations": []}]}],
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": USAGE})
+
 
 def stub_client(sent: list[dict[str, Any]]) -> AsyncOpenAI:
+    replies = [0]
+
     def handler(request: httpx.Request) -> httpx.Response:
-        assert request.url.path.endswith("/responses/compact"), request.url
         body = json.loads(request.content)
+        if request.url.path.endswith("/responses"):
+            replies[0] += 1
+            return model_reply(replies[0])
+        assert request.url.path.endswith("/responses/compact"), request.url
         sent.append(body)
         users = [x for x in body.get("input", []) if x.get("role") == "user"]
         output = [{"type": "message", "role": "user", "id": f"u{i}", "status": "completed",
                    "content": [{"type": "input_text", "text": str(u["content"])}]} for i, u in enumerate(users)]
         output.append({"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"})
         return httpx.Response(200, json={
-            "id": "resp_c", "object": "response.compaction", "created_at": 0, "output": output,
-            "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
-                      "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens_details": {"reasoning_tokens": 0}}})
+            "id": "resp_c", "object": "response.compaction", "created_at": 0, "output": output, "usage": USAGE})
 
     return AsyncOpenAI(api_key="test", base_url="http://stub.invalid/v1",
                        http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
@@ -142,3 +159,50 @@ def test_previous_response_id_mode_is_refused(tmp_path: Path) -> None:
         assert info.value.holes == ((0, 12),)  # nothing is known to have been shown
         assert sent == []
     asyncio.run(go())
+
+
+# -- a real agent run: the Runner's automatic compaction after each turn -------------------
+
+def run_agent(tmp_path: Path, on_refuse: str, store: Any = None,
+              held: list[Any] | None = None) -> tuple[Any, list[Any], list[Any]]:
+    sent: list[dict[str, Any]] = []
+    client = stub_client(sent)
+
+    async def go() -> tuple[Any, list[Any]]:
+        under = SQLiteSession("r", session_settings=SessionSettings(limit=4))
+        if held is not None:
+            held.append(under)
+        session = GuardedResponsesCompactionSession(
+            "r", under, client=client, compaction_mode="input", on_refuse=on_refuse, store=store,
+            log=tmp_path / "run.jsonl", should_trigger_compaction=lambda ctx: len(ctx["session_items"]) >= 4)
+        agent = Agent(name="a", model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client))
+        for i in range(4):
+            await Runner.run(agent, f"question {i}", session=session)
+        return session, await under.get_items(limit=100)
+
+    session, items = asyncio.run(go())
+    return session, items, sent
+
+
+def test_runner_with_spill_compacts_and_audits_clean(tmp_path: Path) -> None:
+    spills = MemorySpillStore()
+    _, items, sent = run_agent(tmp_path, "spill", spills)
+    assert len(sent) >= 2 and items[-1]["type"] == "compaction"
+    code, report = audit_json(str(tmp_path / "run.jsonl"))
+    assert code == 0 and len(report["compactions"]) == len(sent)
+    spilled = {json.dumps(x["item"], sort_keys=True) for r in spills.list()
+               for x in read_spill(spills, r.handle)["items"]}
+    assert json.dumps({"content": "question 0", "role": "user"}, sort_keys=True) in spilled
+
+
+def test_runner_with_halt_refuses_when_the_window_cuts_the_compacted_block(tmp_path: Path) -> None:
+    held: list[Any] = []
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        run_agent(tmp_path, "halt", held=held)
+    # turn 2: all 4 items shown, compacted (allowed); turn 3: the limit-4 window holds only part
+    # of that compacted block (its first user message falls out), so its coverage [0, 4) is lost
+    assert (info.value.failed, info.value.holes) == (("no_hole",), ((0, 4),))
+    lines = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert [x["event"] for x in lines if x["event"] != "append"] == ["session", "compact", "refusal"]
+    items = asyncio.run(held[0].get_items(limit=100))
+    assert len(items) == 5 and items[2]["type"] == "compaction"  # nothing was deleted by the refused one

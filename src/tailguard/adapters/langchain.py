@@ -158,7 +158,7 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
     def _size(self, m: AnyMessage) -> int:
         if self.guard.unit == "messages":
             return 1
-        counter = getattr(self, "_partial_token_counter", self.token_counter)
+        counter: Any = getattr(self, "_partial_token_counter", None) or self.token_counter
         return int(counter([m]))
 
     def _bind_thread(self) -> None:

@@ -11,12 +11,15 @@ the hook's context says will be sent (``session_items``) as the summarizer's inp
 no stable ids: they get offsets by position in the store (one offset per item); a compaction
 item (``type == "compaction"``) is a summary, seen whole when it is in the window.
 
-Modes where what was compacted cannot be known are refused (treated as a compaction whose
+The mode where what was compacted cannot be known is refused (decided as a compaction whose
 summarizer saw nothing): ``compaction_mode="previous_response_id"`` (and ``"auto"`` when it
-resolves to it: the server compacts its response chain, which the client never sees), and the
-automatic suffix replacement of stores that offer ``_get_compaction_snapshot`` (it compacts the
-newest items and keeps older ones, which the offsets cannot describe; with ``on_refuse="spill"``
-it halts too). ``force=True`` runs the guard as well.
+resolves to it): the server compacts its response chain, which the client never sees.
+``force=True`` runs the guard as well. The automatic suffix replacement of native stores
+(``_get_compaction_snapshot``: SQLite, SQLAlchemy) compacts the newest items and keeps the older
+ones verbatim, which a retained *tail* cannot describe: the guard counts the whole store as
+leaving the context (the kept older items re-enter it with new offsets), so under ``halt`` or
+``defer`` it refuses with those older items as holes unless they are already covered, and under
+``spill`` it spills the whole store first. That over-approximation fails closed.
 
 The compacted output keeps no verbatim tail (user messages, then one compaction item), so a
 ``recovery_floor_span`` above 0 is refused with ``floor_in_tail`` on every compaction: the
@@ -50,7 +53,6 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from tailguard.adapters._guard import CompactionGuard
 from tailguard.adapters._offsets import AdapterError, Entry, Plan
 from tailguard.adapters._spill_tool import encode_spill
-from tailguard.seed_api import UnrecoverableCompactionError
 from tailguard.spill import SpillStore
 
 __all__ = ["GuardedResponsesCompactionSession"]
@@ -115,21 +117,17 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
             keep.append((d, key))
             self._items[key] = item
         self._known = keep
-        self.guard.tracker.observe([Entry(k, k.startswith("summary-"), 0 if k.startswith("summary-") else 1)
-                                    for _, k in keep])
+        self._sync()
 
     # -- the two points the SDK gives: the compaction run and its decision hook ----------------
 
     async def _run_compaction_locked(self, args: Any, *, wrapper: Any, **kwargs: Any) -> None:
         items = await self.underlying_session.get_items(limit=_ALL)
         self._observe(items)
-        automatic = wrapper is not None and bool(getattr(wrapper, "_session_compaction_is_automatic", False))
-        suffix = automatic and (kwargs.get("read_snapshot") is not None
-                                or hasattr(self.underlying_session, "_get_compaction_snapshot"))
         forced = bool(args and args.get("force"))
         if forced:
             args = {k: v for k, v in args.items() if k != "force"}
-        self._run = {"forced": forced, "suffix": suffix, "plan": None}
+        self._run = {"forced": forced, "plan": None, "window": None}
         try:
             await super()._run_compaction_locked(args, wrapper=wrapper, **kwargs)
             run = self._run
@@ -143,19 +141,33 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
             return  # the SDK skipped it after approval: nothing was deleted
         sid = self.guard.ledger.next_summary_id
         self.guard.tracker.commit(plan, key=f"summary-{sid}", summary=sid)
-        self._known = []
+        # What stayed at the front (the automatic suffix replacement keeps older items) re-enters
+        # with new offsets; the compacted output (user messages, then the compaction item) is the
+        # new summary, one block: it counts as seen only when all of it is shown.
+        kept = 0
+        while kept < min(len(items), len(after)) and after[kept] == items[kept]:
+            kept += 1
         fresh: list[tuple[str, str]] = []
-        for item, d in zip(after, (_digest(x) for x in normalize_input_items_for_api(list(after))), strict=True):
-            if _is_summary(item):
+        digests = [_digest(x) for x in normalize_input_items_for_api(list(after))]
+        for i, (item, d) in enumerate(zip(after, digests, strict=True)):
+            if i >= kept:
                 fresh.append((d, f"summary-{sid}"))
-            else:
-                key = f"item-{self._next}"
-                self._next += 1
-                fresh.append((d, key))
-                self._items[key] = item
+                continue
+            key = f"item-{self._next}"
+            self._next += 1
+            fresh.append((d, key))
+            self._items[key] = item
         self._known = fresh
-        self.guard.tracker.observe([Entry(k, k.startswith("summary-"), 0 if k.startswith("summary-") else 1)
-                                    for _, k in fresh])
+        self._sync()
+
+    def _sync(self) -> None:
+        entries: list[Entry] = []
+        listed: set[str] = set()
+        for _, k in self._known:
+            if k not in listed:
+                listed.add(k)
+                entries.append(Entry(k, k.startswith("summary-"), 0 if k.startswith("summary-") else 1))
+        self.guard.tracker.observe(entries)
 
     def _tailguard_hook(self, context: dict[str, Any]) -> bool:
         run = self._run
@@ -163,29 +175,21 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
             return bool(self._user_hook(context))
         if not run["forced"] and not self._user_hook(context):
             return False
-        if run["plan"] is not None:
-            return True  # the second call of one compaction: already decided
-        keys = [k for _, k in self._known]
-        unknowable = run["suffix"] or context.get("compaction_mode") == "previous_response_id"
+        window = [_digest(x) for x in context.get("session_items", [])]
+        if run["plan"] is not None and run["window"] == window:
+            return True  # asked again about the same compaction: already decided
+        keys = list(dict.fromkeys(k for _, k in self._known))
         shown: list[str] = []
-        if not unknowable:
-            window = [_digest(x) for x in context.get("session_items", [])]
+        if context.get("compaction_mode") != "previous_response_id":
             tail = self._known[len(self._known) - len(window):] if window else []
             if [d for d, _ in tail] == window:
-                shown = [k for _, k in tail]
+                counts = {k: sum(1 for _, x in self._known if x == k) for _, k in tail}
+                shown = [k for k in counts if counts[k] == sum(1 for _, x in tail if x == k)]
         plan = self.guard.tracker.plan(deleted=keys, shown=shown, kept=[])
-        if run["suffix"] and self.guard.on_refuse == "spill":
-            d = self.guard.ledger.decide(**plan.ledger_args())  # type: ignore[arg-type]
-            if not d.allowed:
-                self.guard.ledger.log_refusal(d, summary_input=plan.summary_input,
-                                              summary_covers=plan.summary_covers, tail_start=plan.tail_start)
-                raise UnrecoverableCompactionError.from_decision(
-                    d, ["the automatic suffix replacement keeps older items and compacts newer ones; "
-                        "offsets cannot describe it, so the guard refuses it (nothing was deleted)"])
         res = self.guard.resolve(plan, self._payload)
         if res.action == "defer":
             return False
-        run["plan"] = plan
+        run["plan"], run["window"] = plan, window
         return True
 
     def _payload(self, run: Pair) -> bytes:

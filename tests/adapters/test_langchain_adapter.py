@@ -311,3 +311,25 @@ def test_message_back_after_deletion_fails_closed(tmp_path: Path) -> None:
     assert update is not None
     with pytest.raises(AdapterError, match="left the context earlier"):
         mw.before_model({"messages": [update["messages"][1], msgs[0], *msgs[100:]]}, None)  # type: ignore[arg-type]
+
+
+def test_tokens_as_the_unit(tmp_path: Path) -> None:
+    mw, _, log = guarded(tmp_path, "defer", floor_unit="tokens", floor=400)
+    messages = conversation()
+    assert mw.before_model({"messages": messages}, None) is None  # type: ignore[arg-type]
+    sizes = [mw.token_counter([m]) for m in messages]
+    refusal = log_events(log)[-1]
+    at64, at100 = sum(sizes[:64]), sum(sizes[:100])
+    assert refusal["summary_input"] == [at64, at100] and refusal["holes"] == [[0, at64]]
+    assert log_events(log)[0]["unit"] == "tokens" and log_events(log)[1]["count"] == sum(sizes)
+
+
+def test_messages_removed_by_someone_else_are_truncations(tmp_path: Path) -> None:
+    mw, _, log = guarded(tmp_path, "halt", trim_tokens_to_summarize=None, trigger=("messages", 110))
+    messages = conversation()
+    assert mw.before_model({"messages": messages[:100]}, None) is None  # type: ignore[arg-type]
+    with pytest.raises(UnrecoverableCompactionError) as info:  # another stage dropped [0, 10)
+        mw.before_model({"messages": messages[10:]}, None)  # type: ignore[arg-type]
+    assert info.value.holes == ((0, 10),)
+    assert [e["event"] for e in log_events(log)] == ["session", "append", "truncate", "append", "refusal"]
+    assert log_events(log)[2] == {"event": "truncate", "range": [0, 10]}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ pytest.importorskip("langchain", reason="install the frameworks extra (CI does)"
 
 from langchain.agents import create_agent
 from langchain.agents.middleware.summarization import SummarizationMiddleware
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import (
     AIMessage,
     HumanMessage,
@@ -40,6 +42,7 @@ from tailguard.ledger import Ledger
 from tailguard.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore, MemorySpillStore
 from tests.adapters.fakes import (
+    RecordingChatModel,
     audit_json,
     conversation,
     prompt_text,
@@ -333,3 +336,22 @@ def test_messages_removed_by_someone_else_are_truncations(tmp_path: Path) -> Non
     assert info.value.holes == ((0, 10),)
     assert [e["event"] for e in log_events(log)] == ["session", "append", "truncate", "append", "refusal"]
     assert log_events(log)[2] == {"event": "truncate", "range": [0, 10]}
+
+
+def test_overflow_retry_counts_nothing_as_seen(tmp_path: Path) -> None:
+    """The base class retries a too-long summary prompt with its middle cut out: nothing whole."""
+    class Overflowing(RecordingChatModel):
+        def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            if len(prompt_text(messages)) > 30000:
+                raise ContextOverflowError("prompt too long")
+            return super()._generate(messages, *args, **kwargs)
+
+    model = Overflowing(messages=itertools.repeat(AIMessage(content="S")), calls=[])
+    log = tmp_path / "o.jsonl"
+    mw = GuardedSummarizationMiddleware(model, recovery_floor_span=4, log=log, trim_tokens_to_summarize=None,
+                                        **ISSUE_KNOBS)
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        mw.before_model({"messages": conversation()}, None)  # type: ignore[arg-type]
+    assert info.value.holes == ((0, 100),)
+    assert len(model.calls) == 1 and "middle of conversation omitted" in prompt_text(model.calls[0])
+    assert [e["event"] for e in log_events(log)] == ["session", "append", "refusal"]

@@ -276,6 +276,8 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
             "spills": [{"range": [lo, hi], "handle": h} for (lo, hi), h in spills],
         }
         self.guard.tracker.commit(plan, key=str(msg.id), summary=sid)
+        for key in plan.deleted_keys:  # spilled (or not needed) once deleted
+            self._messages.pop(key, None)
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), msg, *preserved]}
 
 

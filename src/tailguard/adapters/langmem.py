@@ -155,6 +155,8 @@ class GuardedSummarizer:
         if not all(any(p == m for p in prompt_messages) for m in shown):
             raise AdapterError("langmem's model was not shown the messages the guard decided on")
         self.guard.tracker.commit(plan, key=SUMMARY_KEY + str(new.last_summarized_message_id))
+        for key in plan.deleted_keys:
+            self._messages.pop(key, None)
         return result
 
     def _payload(self, run: Pair) -> bytes:

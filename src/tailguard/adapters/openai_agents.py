@@ -141,6 +141,8 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
             return  # the SDK skipped it after approval: nothing was deleted
         sid = self.guard.ledger.next_summary_id
         self.guard.tracker.commit(plan, key=f"summary-{sid}", summary=sid)
+        for key in plan.deleted_keys:
+            self._items.pop(key, None)
         # What stayed at the front (the automatic suffix replacement keeps older items) re-enters
         # with new offsets; the compacted output (user messages, then the compaction item) is the
         # new summary, one block: it counts as seen only when all of it is shown.

@@ -34,11 +34,11 @@ def test_unsafe_exit_1_json_list_for_several() -> None:
 
 
 def test_unknown_exit_3_names_budget() -> None:
-    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5",
-                           "--spacer-ms", "1", OPENHANDS)
+    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5", OPENHANDS)
     assert code == 3
     data = json.loads(out)
     assert data["verdict"] == "unknown" and "budget" in data["unknown_reason"]
+    assert "--depth 5" in data["unknown_reason"] and data["exhausted"] in ("depth", "budget")
 
 
 def test_bad_input_exit_2_without_traceback(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def _agree(policy: Policy, profile: Profile) -> None:
     oracle = explore(policy, max_states=50_000, profile=profile)
     if oracle.verdict == "unknown":
         return
-    got = decide(policy, Budget(spacer_ms=10_000), profile=profile)
+    got = decide(policy, Budget(), profile=profile)
     assert got.verdict == oracle.verdict, (profile, policy, oracle, got)
     assert len(got.trace) == len(oracle.trace), (profile, policy, oracle.trace, got.trace)
     if got.trace:

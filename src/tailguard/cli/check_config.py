@@ -25,9 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="for each knob, the nearest value that makes the policy safe")
     parser.add_argument("--emit-trace", metavar="FILE",
                         help="write the failing session as a JSONL event log for `tailguard audit`")
-    parser.add_argument("--depth", type=int, default=150, help="bounded-search depth budget")
-    parser.add_argument("--spacer-ms", type=int, default=20_000,
-                        help="invariant-search time budget per policy (ms)")
+    parser.add_argument("--depth", type=int, default=150,
+                        help="depth budget: the longest session the bounded search tries (appends)")
+    parser.add_argument("--budget", type=int, default=100, metavar="N",
+                        help="solver budget: N million z3 resource units (rlimit) for each solver "
+                             "query and for the invariant search; counted in work, not time, so "
+                             "the verdict does not depend on the machine (default 100)")
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -39,8 +42,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except PolicyError as exc:
         print(f"tailguard check-config: {exc}", file=stderr)
         return 2
-    if args.depth < 1 or args.spacer_ms < 1:
-        print("tailguard check-config: --depth and --spacer-ms must be >= 1", file=stderr)
+    if args.depth < 1 or args.budget < 1:
+        print("tailguard check-config: --depth and --budget must be >= 1", file=stderr)
         return 2
     from tailguard.pipeline.model import Profile
     from tailguard.pipeline.report import Report, render_json, render_sarif, render_text
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from tailguard.pipeline.trace import render_jsonl, session_events
 
     profile: Profile = "strict" if args.profile == "strict" else "partitioned"
-    budget = Budget(depth=args.depth, spacer_ms=args.spacer_ms)
+    budget = Budget.of(args.budget, depth=args.depth)
     reports: list[Report] = []
     for policy in policies:
         decision = decide(policy, budget, profile=profile)

@@ -68,6 +68,7 @@ def houdini(
     for _ in range(rounds):
         solver = z3.Solver()
         solver.set("rlimit", rlimit)
+        solver.set("random_seed", 0)
         solver.add(base, *[c(st) for c in pool])
         solver.add(z3.Not(z3.And(*[c(step.nxt) for c in pool], z3.BoolVal(True))))
         result = solver.check()
@@ -84,6 +85,7 @@ def houdini(
         return None
     solver = z3.Solver()
     solver.set("rlimit", rlimit)
+    solver.set("random_seed", 0)
     solver.add(basic(policy, st), step.input_ok, *[c(st) for c in pool])
     solver.add(z3.Or(*[b for _, b in step.bad], z3.BoolVal(False)))
     if solver.check() != z3.unsat:

@@ -63,20 +63,20 @@ class State:
     pinned: list[int] = field(default_factory=list)
     summary: bool = False
     summary_tokens: int = 0
+    body: int = 0  # tokens of the pinned and verbatim turns, kept up to date by ``step``
 
     def occupancy(self, policy: Policy, unit: str) -> int:
         """Tokens: base + summary + verbatim sizes; turns: verbatim turns (pinned included)."""
         if unit == "turns":
             return len(self.pinned) + len(self.verbatim)
         summary_tokens = self.summary_tokens if self.summary else 0
-        body = sum(self.sizes[i] for i in self.pinned) + sum(self.sizes[i] for i in self.verbatim)
-        return policy.base_tokens + summary_tokens + body
+        return policy.base_tokens + summary_tokens + self.body
 
     def copy(self) -> State:
         """An independent copy (the explorer branches on every size)."""
         return State(
             list(self.sizes), list(self.verbatim), list(self.pinned), self.summary,
-            self.summary_tokens,
+            self.summary_tokens, self.body,
         )
 
 
@@ -134,6 +134,7 @@ def step(
     number = len(state.sizes) + 1
     index = len(state.sizes)
     state.sizes.append(size)
+    state.body += size
     (state.pinned if index < policy.keep_first else state.verbatim).append(index)
     if events is not None:
         events.append(Event("append", (size,)))
@@ -142,6 +143,7 @@ def step(
             dropped: list[int] = []
             while state.occupancy(policy, stage.unit) > stage.limit and state.verbatim:
                 dropped.append(state.verbatim.pop(0))
+                state.body -= state.sizes[dropped[-1]]
             if dropped:
                 hole = Finding("hole", i, number, tuple(dropped), "truncated, never summarized")
                 found.append(hole)
@@ -184,6 +186,7 @@ def _compact(
         if unseen:
             found.append(Finding("hole", i, number, tuple(unseen), "summarizer input clipped"))
     state.verbatim = state.verbatim[len(candidates) :]
+    state.body -= sum(state.sizes[j] for j in candidates)
     state.summary = True
     state.summary_tokens = stage.summary_tokens
     floor = floor_turns(policy, state.sizes)
@@ -214,3 +217,51 @@ def replay(
         if found:
             return found, number
     return [], 0
+
+
+def _fails_at(policy: Policy, state: State, suffix: list[int], at: int, profile: Profile) -> bool:
+    """Whether running ``suffix`` from ``state`` (a copy) first finds something at its
+    ``at``-th append (1-based) and not before."""
+    probe = state.copy()
+    for number, size in enumerate(suffix, start=1):
+        if step(policy, probe, size, profile=profile):
+            return number == at
+    return False
+
+
+def canonical_trace(
+    policy: Policy, trace: list[int], profile: Profile = DEFAULT_PROFILE
+) -> tuple[int, ...]:
+    """The failing ``trace`` with the smallest sizes that still reproduce it: each append,
+    oldest first, lowered to the smallest size (``turn_min`` first, else by bisection) with
+    which the session still finds its first loss at its last append. A deterministic
+    function of the trace, so a report never shows solver noise; a trace that does not fail
+    at its last append is returned unchanged (the caller's replay then rejects it).
+
+    >>> from tailguard.pipeline.policy import Truncate
+    >>> p = Policy("p", 1, 9, 0, "tokens", (Truncate("tokens", 10),))
+    >>> canonical_trace(p, [7, 9])
+    (2, 9)
+    """
+    sizes = list(trace)
+    length = len(sizes)
+    state = State()
+    if not length or not _fails_at(policy, state, sizes, length, profile):
+        return tuple(trace)
+    for i in range(length):
+        rest = sizes[i + 1 :]
+        if sizes[i] > policy.turn_min:
+            if _fails_at(policy, state, [policy.turn_min, *rest], length - i, profile):
+                sizes[i] = policy.turn_min
+            else:  # bisect [turn_min, size]: lo does not reproduce, hi does
+                lo, hi = policy.turn_min, sizes[i]
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if _fails_at(policy, state, [mid, *rest], length - i, profile):
+                        hi = mid
+                    else:
+                        lo = mid
+                sizes[i] = hi
+        step(policy, state, sizes[i], profile=profile)
+    return tuple(sizes)
+

@@ -101,6 +101,8 @@ def to_json(r: Report) -> dict[str, Any]:
                            "seconds": round(d.seconds, 3)}
     if d.detail:
         out["unknown_reason" if d.verdict == "unknown" else "detail"] = d.detail
+    if d.exhausted:
+        out["exhausted"] = d.exhausted
     if r.suggestions:
         out["suggestions"] = r.suggestions
     return out

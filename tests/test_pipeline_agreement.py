@@ -55,6 +55,10 @@ def _agree(policy: Policy, profile: Profile) -> None:
     got = decide(policy, Budget(), profile=profile)
     assert got.verdict == oracle.verdict, (profile, policy, oracle, got)
     assert len(got.trace) == len(oracle.trace), (profile, policy, oracle.trace, got.trace)
+    # brief 6b: the same truncators unenforceable (dynamics unsafe) or dead (safe)
+    assert {(f.kind, f.stage) for f in got.findings if f.kind == "unenforceable"} == \
+        {(f.kind, f.stage) for f in oracle.findings if f.kind == "unenforceable"}
+    assert got.notes == oracle.notes
     if got.trace:
         found, at = replay(policy, list(got.trace), profile)
         assert at == len(got.trace) and found

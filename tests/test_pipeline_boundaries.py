@@ -7,7 +7,7 @@ import pytest
 
 from tailguard.pipeline.model import State, step
 from tailguard.pipeline.policy import Compact, Policy, Truncate
-from tailguard.pipeline.solver import decide
+from tailguard.pipeline.solver import Budget, decide
 
 TMAX = 20_000
 
@@ -65,3 +65,30 @@ def test_overflow_from_pinned_turns() -> None:
     assert [f.kind for f in found[2]] == ["overflow"]
     got = decide(policy)
     assert got.verdict == "unsafe" and len(got.trace) == 3 and sum(got.trace) > 25
+
+
+def test_unenforceable_only_for_a_truncator_that_can_fire() -> None:
+    """Brief 6b: a mismatched truncator that never fires is a ``dead_stage`` note, not a
+    finding; both engines agree, and a mismatched truncator that fires stays a finding."""
+    from tailguard.pipeline.explorer import explore
+
+    dead = Policy("dead", 1, 2, 2, "turns", (Truncate("tokens", 1000), Compact("turns", 4, "turns", 2, 1)))
+    for got in (decide(dead), explore(dead)):
+        assert got.verdict == "safe" and got.findings == ()
+        assert [(n.kind, n.stage) for n in got.notes] == [("dead_stage", 0)]
+    live = Policy("live", 1, 2, 2, "turns", (Truncate("tokens", 5), Compact("turns", 4, "turns", 2, 1)))
+    for got in (decide(live), explore(live)):
+        assert got.verdict == "unsafe" and got.notes == ()
+        kinds = {(f.kind, f.stage, f.detail.rpartition("; ")[2]) for f in got.findings}
+        assert ("unenforceable", 0, "it evicts in this session") in kinds
+        assert ("hole", 0, "truncated, never summarized") in kinds
+    # dynamics unsafe through another stage: the truncator was not proved dead
+    other = Policy("other", 1, 2, 2, "turns", (Truncate("tokens", 1000), Compact("turns", 4, "turns", 1, 1)))
+    for got in (decide(other), explore(other)):
+        assert got.verdict == "unsafe"
+        assert ("unenforceable", "not proved dead") in {
+            (f.kind, f.detail.rpartition("; ")[2]) for f in got.findings}
+    # dynamics unknown: nothing is claimed about the truncator, and the verdict is unknown
+    deep = Policy("deep", 1, 1, 0, "turns", (Truncate("tokens", 30), Compact("turns", 40, "turns", 5, 1)))
+    got = decide(deep, Budget.of(depth=10))
+    assert got.verdict == "unknown" and got.findings == () and got.notes == ()

@@ -16,7 +16,7 @@ from typing import Literal
 
 from tailguard.pipeline.policy import Compact, Policy, Truncate
 
-Kind = Literal["hole", "floor", "overflow", "unenforceable"]
+Kind = Literal["hole", "floor", "overflow", "unenforceable", "dead_stage"]
 Profile = Literal["partitioned", "strict"]
 PROFILES: tuple[Profile, ...] = ("partitioned", "strict")
 DEFAULT_PROFILE: Profile = "partitioned"
@@ -114,12 +114,45 @@ def floor_turns(policy: Policy, sizes: list[int]) -> list[int]:
 
 
 def static_findings(policy: Policy) -> list[Finding]:
-    """``unenforceable``: the floor unit differs from a truncate stage's unit."""
+    """Candidate ``unenforceable`` findings: truncate stages whose unit differs from the
+    floor's. Whether one is reported depends on the dynamics (:func:`with_static`)."""
     return [
         Finding("unenforceable", i, 0, (), f"floor in {policy.floor_unit}, truncate in {s.unit}")
         for i, s in enumerate(policy.stages)
         if isinstance(s, Truncate) and s.unit != policy.floor_unit
     ]
+
+
+def dead_stages(policy: Policy) -> tuple[Finding, ...]:
+    """``dead_stage`` notes for a policy whose dynamics are proved safe: every truncate stage
+    then never fires (a truncate stage over its limit always drops a turn, a hole, or
+    overflows), so none can evict anything on any session."""
+    return tuple(
+        Finding("dead_stage", i, 0, (), f"truncate {s.unit} > {s.limit} never fires")
+        for i, s in enumerate(policy.stages) if isinstance(s, Truncate)
+    )
+
+
+def with_static(
+    policy: Policy, verdict: str, found: tuple[Finding, ...]
+) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """Brief 6b: ``unenforceable`` only for a truncate stage that can evict something. Given
+    the verdict of the session dynamics and the findings of the failing append, the
+    (findings, notes) to report. Dynamics ``safe``: no truncate stage ever fires, each is a
+    ``dead_stage`` note and nothing is unenforceable. ``unsafe``: each mismatched truncate
+    stage is ``unenforceable``; its detail says whether it evicts in the failing session or
+    was simply not proved dead. ``unknown``: nothing is claimed either way."""
+    if verdict == "safe":
+        return (), dead_stages(policy)
+    if verdict != "unsafe":
+        return (), ()
+    fired = {f.stage for f in found if f.kind in ("hole", "overflow")}
+    static = tuple(
+        Finding(f.kind, f.stage, f.step, f.offsets,
+                f"{f.detail}; {'it evicts in this session' if f.stage in fired else 'not proved dead'}")
+        for f in static_findings(policy)
+    )
+    return static + found, ()
 
 
 def step(

@@ -15,7 +15,9 @@ RULES: dict[str, str] = {
     "floor": "a compaction leaves part of the recovery floor out of the context (profile strict: or "
              "out of the summarizer's input)",
     "overflow": "the context stays over a truncate limit with nothing left to drop",
-    "unenforceable": "the recovery floor's unit differs from a truncator's unit",
+    "unenforceable": "the recovery floor's unit differs from the unit of a truncator that can fire",
+    "dead_stage": "note: a truncate stage that no session ever reaches (the policy is safe without "
+                  "it; a unit mismatch there is harmless)",
     "unknown": "the checker ran out of budget before deciding",
 }
 
@@ -24,6 +26,7 @@ HINTS: dict[str, str] = {
     "floor": "keep at least the floor verbatim (raise keep) or lower the floor",
     "overflow": "raise the limit or shrink what cannot be dropped (base, pinned, summary)",
     "unenforceable": "express the floor in the truncator's unit",
+    "dead_stage": "nothing to fix; keep it as a safety net or remove it",
 }
 HINT_FLOOR_INPUT = ("show the summarizer the tail too (input = \"all\"), or, if the framework "
                     "keeps the tail verbatim without summarizing it, check and audit with "
@@ -72,8 +75,12 @@ def explain(policy: Policy, f: Finding) -> str:
     """One sentence: what breaks, where."""
     where = describe_stage(policy, f.stage)
     if f.kind == "unenforceable":
+        why = "it evicts in the failing session" if f.detail.endswith("this session") else \
+            "it was not proved dead"
         return f"{where}: the floor is {policy.floor} {policy.floor_unit} but this stage " \
-               f"truncates in another unit, so no truncation can honour it"
+               f"truncates in another unit, so no truncation can honour it ({why})"
+    if f.kind == "dead_stage":
+        return f"{where} never fires: no session of any length reaches its limit"
     if f.kind == "hole":
         verb = "drops" if isinstance(policy.stages[f.stage], Truncate) else "hides from the summarizer"
         return f"{where} {verb} {_ranges(f.offsets)} after append {f.step}: never summarized"
@@ -103,6 +110,9 @@ def to_json(r: Report) -> dict[str, Any]:
         out["unknown_reason" if d.verdict == "unknown" else "detail"] = d.detail
     if d.exhausted:
         out["exhausted"] = d.exhausted
+    if d.notes:
+        out["notes"] = [{"kind": f.kind, "stage": f.stage, "line": r.policy.stages[f.stage].line,
+                         "explanation": explain(r.policy, f), "detail": f.detail} for f in d.notes]
     if r.suggestions:
         out["suggestions"] = r.suggestions
     return out
@@ -118,6 +128,8 @@ def render_text(reports: list[Report]) -> str:
                          f"(profile {d.profile}; {d.method}, {d.seconds:.2f}s)")
         elif d.verdict == "unknown":
             lines.append(f"{p.file}:1: unknown: {p.name}: {d.detail} (profile {d.profile})")
+        for f in d.notes:
+            lines.append(f"{p.file}:{p.stages[f.stage].line}: note: {f.kind}: {explain(p, f)}")
         for f in d.findings:
             line = p.stages[f.stage].line if 0 <= f.stage < len(p.stages) else 1
             lines.append(f"{p.file}:{line}: {f.kind}: {explain(p, f)}")
@@ -161,6 +173,9 @@ def render_sarif(reports: list[Report]) -> str:
         for f in found:
             line = r.policy.stages[f.stage].line if 0 <= f.stage < len(r.policy.stages) else 1
             results.append(_result(r.policy.file, line, f.kind, "error", explain(r.policy, f), profile))
+        for f in r.decision.notes:
+            results.append(_result(r.policy.file, r.policy.stages[f.stage].line, f.kind, "note",
+                                   explain(r.policy, f), profile))
         if r.decision.verdict == "unknown":
             results.append(_result(r.policy.file, 1, "unknown", "warning", r.decision.detail, profile))
     profiles = sorted({r.decision.profile for r in reports})

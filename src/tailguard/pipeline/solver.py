@@ -32,7 +32,7 @@ from tailguard.pipeline.model import (
     Profile,
     canonical_trace,
     replay,
-    static_findings,
+    with_static,
 )
 from tailguard.pipeline.policy import Policy
 
@@ -82,6 +82,7 @@ class Decision:
     stats: dict[str, Any] = field(default_factory=dict)
     profile: Profile = DEFAULT_PROFILE
     exhausted: str = ""  # unknown: the budget that ran out, "depth" or "budget" (--depth, --budget)
+    notes: tuple[Finding, ...] = ()  # dead_stage notes (brief 6b): not findings
 
 
 def _rlimit_count(solver: Any) -> int:
@@ -240,8 +241,11 @@ def decide(
     profile: Profile = DEFAULT_PROFILE,
 ) -> Decision:
     """The verdict for ``policy`` under ``profile``: safe (certified), unsafe (replayed
-    trace) or unknown. ``ignore_static`` judges the session dynamics only (used by fix
-    synthesis). Deterministic: every call runs in a z3 context of its own."""
+    trace) or unknown. A truncate stage whose unit differs from the floor's is
+    ``unenforceable`` only when the dynamics are unsafe; when they are safe it never fires
+    and is a ``dead_stage`` note (brief 6b, :func:`tailguard.pipeline.model.with_static`).
+    ``ignore_static`` leaves the ``unenforceable`` findings out (fix synthesis: the verdict
+    is the same). Deterministic: every call runs in a z3 context of its own."""
     with own_context():
         return _decide(policy, budget, ignore_static, profile)
 
@@ -249,7 +253,6 @@ def decide(
 def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile: Profile) -> Decision:
     budget = budget or Budget()
     start = time.perf_counter()
-    static = () if ignore_static else tuple(static_findings(policy))
     need = needed_window(policy)
     bmc = Bmc(policy, need, budget.rlimit, profile)
     raise_budget = f"raise --budget (now {budget.units})"
@@ -258,8 +261,11 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         detail = str(kw.get("detail", ""))
         ran_out = "budget" if detail.startswith("solver budget") else \
             "depth" if detail.startswith("depth budget") else ""
-        return Decision(verdict, static + found, seconds=time.perf_counter() - start,
-                        profile=profile, exhausted=ran_out if verdict == "unknown" else "", **kw)
+        findings, notes = with_static(policy, verdict, found)
+        if ignore_static:
+            findings = found
+        return Decision(verdict, findings, seconds=time.perf_counter() - start, profile=profile,
+                        exhausted=ran_out if verdict == "unknown" else "", notes=notes, **kw)
 
     def search(limit: int, spend: int | None = None) -> Decision | str | None:
         """Deepen to ``limit``, or (``spend``) until that many more resource units are used."""
@@ -278,7 +284,7 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         return None
 
     if not policy.stages:
-        return done("unsafe" if static else "safe", (), method="no stages: nothing is ever lost")
+        return done("safe", (), method="no stages: nothing is ever lost")
     width = need if need <= budget.max_window else 1
     exact = need <= budget.max_window
 
@@ -286,8 +292,6 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         problem = check_certificate(policy, width, inv_of, budget.rlimit, profile)
         if problem:
             return f"certificate re-check: {problem}"
-        if static:
-            return done("unsafe", (), method=f"static: unit mismatch; dynamics safe by {how}")
         return done("safe", (), method=f"{how} (window {width}), re-checked")
 
     lemma = houdini(policy, width, budget.rlimit, profile=profile)
@@ -315,8 +319,6 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
     deep = mid if isinstance(mid, str) else search(budget.depth)
     if isinstance(deep, Decision):
         return deep
-    if static:
-        return done("unsafe", (), method="static: unit mismatch", detail=str(deep or ""))
     no_session = f"no failing session within {budget.depth} appends (--depth {budget.depth})"
     if isinstance(deep, str):
         why = deep

@@ -1,6 +1,6 @@
 """Differential test: the z3 engine agrees with the exhaustive explorer on random small
 policies (every knob, every stage order, pinned turns, base tokens, ``input`` of each
-compact stage) under both check-config profiles (``partitioned`` and ``strict``).
+compact stage, a model window) under both check-config profiles (``partitioned`` and ``strict``).
 
 Longer run (1,000 policies, about 2.5 minutes on 2 cores)::
 
@@ -42,6 +42,7 @@ def policies(draw: st.DrawFn) -> Policy:
         floor=draw(st.integers(0, 5)), floor_unit=draw(units),
         stages=tuple(draw(st.lists(stages(), min_size=1, max_size=3))),
         base_tokens=draw(st.integers(0, 3)), keep_first=draw(st.integers(0, 2)),
+        window=draw(st.sampled_from([0, 0, 0, 6, 8, 10, 12, 16])),  # spec 1.1
     )
 
 

@@ -23,6 +23,8 @@ Lemma = Callable[[AState], Any]
 def candidates(policy: Policy) -> list[Lemma]:
     """Occupancy bounds suggested by the policy's constants."""
     bounds: dict[str, set[int]] = {"turns": set(), "tokens": set()}
+    if policy.window:
+        bounds["tokens"].add(policy.window)
     for s in policy.stages:
         if isinstance(s, Truncate):
             bounds[s.unit].add(s.limit)

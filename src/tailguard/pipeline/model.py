@@ -28,7 +28,8 @@ FLOOR_INPUT = "floor turns not in the summarizer input"
 
 @dataclass(frozen=True)
 class Finding:
-    """A loss: ``kind`` at stage ``stage`` (0-based) after append number ``step`` (1-based)."""
+    """A loss: ``kind`` at stage ``stage`` (0-based) after append number ``step`` (1-based).
+    ``stage == len(policy.stages)``: the model's window, checked after every stage."""
 
     kind: Kind
     stage: int
@@ -188,6 +189,10 @@ def step(
                 found.append(Finding("overflow", i, number, (), f"{occ} {stage.unit} > {stage.limit}"))
         else:
             found.extend(_compact(policy, state, stage, i, number, events, profile))
+    if policy.window and state.occupancy(policy, "tokens") > policy.window:
+        occ = state.occupancy(policy, "tokens")
+        found.append(Finding("overflow", len(policy.stages), number, (),
+                             f"{occ} tokens > window {policy.window}"))
     return found
 
 

@@ -14,7 +14,8 @@ RULES: dict[str, str] = {
     "hole": "a turn leaves the context without ever being summarized",
     "floor": "a compaction leaves part of the recovery floor out of the context (profile strict: or "
              "out of the summarizer's input)",
-    "overflow": "the context stays over a truncate limit with nothing left to drop",
+    "overflow": "the context stays over a truncate limit with nothing left to drop, or over the "
+                "model's window after the stages",
     "unenforceable": "the recovery floor's unit differs from the unit of a truncator that can fire",
     "dead_stage": "note: a truncate stage that no session ever reaches (the policy is safe without "
                   "it; a unit mismatch there is harmless)",
@@ -24,7 +25,8 @@ RULES: dict[str, str] = {
 HINTS: dict[str, str] = {
     "hole": "compact earlier (lower the trigger), raise the limit, or lift input_limit",
     "floor": "keep at least the floor verbatim (raise keep) or lower the floor",
-    "overflow": "raise the limit or shrink what cannot be dropped (base, pinned, summary)",
+    "overflow": "raise the limit or shrink what cannot be dropped (base, pinned, summary); over "
+                "the window: truncate or compact below it",
     "unenforceable": "express the floor in the truncator's unit",
     "dead_stage": "nothing to fix; keep it as a safety net or remove it",
 }
@@ -47,8 +49,19 @@ class Report:
     suggestions: list[dict[str, Any]] = field(default_factory=list)
 
 
+def finding_line(policy: Policy, f: Finding) -> int:
+    """The source line a finding points at: its stage's, the ``window`` key's, else 1."""
+    if 0 <= f.stage < len(policy.stages):
+        return policy.stages[f.stage].line
+    if f.stage == len(policy.stages) and policy.window:
+        return policy.line_of("window")
+    return 1
+
+
 def describe_stage(policy: Policy, index: int) -> str:
     """``stage 0 (truncate tokens > 160000, line 9)``."""
+    if index == len(policy.stages) and policy.window:
+        return f"the window ({policy.window} tokens, line {policy.line_of('window')})"
     if not 0 <= index < len(policy.stages):
         return "the policy"
     s = policy.stages[index]
@@ -91,6 +104,8 @@ def explain(policy: Policy, f: Finding) -> str:
     if f.kind == "floor":
         return f"{where} after append {f.step} leaves floor {_ranges(f.offsets)} out of the " \
                f"context (floor {policy.floor} {policy.floor_unit})"
+    if f.stage == len(policy.stages):
+        return f"{where} is exceeded after append {f.step}: {f.detail} once every stage has run"
     return f"{where} after append {f.step}: {f.detail} with nothing left to drop"
 
 
@@ -99,8 +114,7 @@ def to_json(r: Report) -> dict[str, Any]:
     d = r.decision
     findings = [
         {"kind": f.kind, "stage": f.stage, "trace": [] if f.kind == "unenforceable" else list(d.trace),
-         "explanation": explain(r.policy, f), "detail": f.detail, "line": r.policy.stages[f.stage].line
-         if 0 <= f.stage < len(r.policy.stages) else 1}
+         "explanation": explain(r.policy, f), "detail": f.detail, "line": finding_line(r.policy, f)}
         for f in d.findings
     ]
     out: dict[str, Any] = {"file": r.policy.file, "name": r.policy.name, "profile": d.profile,
@@ -131,7 +145,7 @@ def render_text(reports: list[Report]) -> str:
         for f in d.notes:
             lines.append(f"{p.file}:{p.stages[f.stage].line}: note: {f.kind}: {explain(p, f)}")
         for f in d.findings:
-            line = p.stages[f.stage].line if 0 <= f.stage < len(p.stages) else 1
+            line = finding_line(p, f)
             lines.append(f"{p.file}:{line}: {f.kind}: {explain(p, f)}")
             if f.kind != "unenforceable" and d.trace:
                 lines.append(f"  session ({len(d.trace)} appends, tokens each): {_trace(d.trace)}")
@@ -171,7 +185,7 @@ def render_sarif(reports: list[Report]) -> str:
         found = list(r.decision.findings)
         profile = r.decision.profile
         for f in found:
-            line = r.policy.stages[f.stage].line if 0 <= f.stage < len(r.policy.stages) else 1
+            line = finding_line(r.policy, f)
             results.append(_result(r.policy.file, line, f.kind, "error", explain(r.policy, f), profile))
         for f in r.decision.notes:
             results.append(_result(r.policy.file, r.policy.stages[f.stage].line, f.kind, "note",

@@ -92,3 +92,24 @@ def test_unenforceable_only_for_a_truncator_that_can_fire() -> None:
     deep = Policy("deep", 1, 1, 0, "turns", (Truncate("tokens", 30), Compact("turns", 40, "turns", 5, 1)))
     got = decide(deep, Budget.of(depth=10))
     assert got.verdict == "unknown" and got.findings == () and got.notes == ()
+
+
+def test_unreachable_compact_stage_is_a_note() -> None:
+    """Brief 6b: OpenHands' shape (a 100-turn window before a summarizer at 120 turns): the
+    summarizer never fires; both engines note it beside the hole it leads to."""
+    from tailguard.pipeline.explorer import explore
+    from tailguard.pipeline.model import unreachable_stages
+
+    shape = Policy("oh", 1, 1, 2, "turns", (Truncate("turns", 5), Compact("turns", 7, "turns", 3, 1)))
+    for got in (decide(shape), explore(shape)):
+        assert got.verdict == "unsafe" and [f.kind for f in got.findings] == ["hole"]
+        assert [(n.kind, n.stage, n.offsets) for n in got.notes] == [("unreachable", 1, (0,))]
+    assert unreachable_stages(shape)[0].detail == "trigger 7 turns above stage 0's limit 5"
+    reachable = (
+        (Truncate("turns", 7), Compact("turns", 7, "turns", 3, 1)),  # trigger == limit: fires
+        (Truncate("tokens", 5), Compact("turns", 7, "turns", 3, 1)),  # another unit
+        (Truncate("turns", 5), Compact("turns", 2, "turns", 1, 9), Compact("turns", 7, "turns", 3, 1)),
+        (Compact("turns", 7, "turns", 3, 1), Truncate("turns", 5)),  # truncate after it
+    )
+    for stages in reachable:  # the third: stage 1 fires, stage 2 follows a compaction
+        assert unreachable_stages(Policy("r", 1, 1, 2, "turns", stages)) == (), stages

@@ -56,13 +56,14 @@ def explore(
             nxt = state.copy()
             found = step(policy, nxt, size, profile=profile)
             if found:
-                findings, _ = with_static(policy, "unsafe", tuple(found))
-                return Exploration("unsafe", findings, (*trace, size), len(seen))
+                findings, notes = with_static(policy, "unsafe", tuple(found))
+                return Exploration("unsafe", findings, (*trace, size), len(seen), notes=notes)
             key = _key(policy, nxt)
             if key in seen:
                 continue
             if len(seen) >= max_states:
-                return Exploration("unknown", (), (), len(seen), f"state budget {max_states} exhausted")
+                return Exploration("unknown", (), (), len(seen), f"state budget {max_states} exhausted",
+                                   with_static(policy, "unknown", ())[1])
             seen.add(key)
             queue.append((nxt, (*trace, size)))
     return Exploration("safe", (), (), len(seen), notes=with_static(policy, "safe", ())[1])

@@ -16,7 +16,7 @@ from typing import Literal
 
 from tailguard.pipeline.policy import Compact, Policy, Truncate
 
-Kind = Literal["hole", "floor", "overflow", "unenforceable", "dead_stage"]
+Kind = Literal["hole", "floor", "overflow", "unenforceable", "dead_stage", "unreachable"]
 Profile = Literal["partitioned", "strict"]
 PROFILES: tuple[Profile, ...] = ("partitioned", "strict")
 DEFAULT_PROFILE: Profile = "partitioned"
@@ -134,6 +134,30 @@ def dead_stages(policy: Policy) -> tuple[Finding, ...]:
     )
 
 
+def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
+    """``unreachable`` notes (brief 6b): compact stages whose trigger is above every
+    occupancy the stages before them allow. After ``truncate(unit, L)`` the occupancy in
+    ``unit`` is at most ``L`` (or the stage overflowed: a finding), and further truncate
+    stages only lower it, so a compact stage triggering in that unit at more than ``L``,
+    with only truncate stages between, never fires before a session's first loss (a
+    compaction could raise the token count, its summary being larger than what it
+    replaced, so one in between ends the argument)."""
+    out: list[Finding] = []
+    caps: dict[str, tuple[int, int]] = {}  # unit -> (lowest limit, its stage) since the last compact
+    for i, s in enumerate(policy.stages):
+        if isinstance(s, Truncate):
+            if s.unit not in caps or s.limit < caps[s.unit][0]:
+                caps[s.unit] = (s.limit, i)
+            continue
+        cap = caps.get(s.trigger_unit)
+        if cap is not None and s.trigger > cap[0]:
+            out.append(Finding("unreachable", i, 0, (cap[1],),
+                               f"trigger {s.trigger} {s.trigger_unit} above stage {cap[1]}'s "
+                               f"limit {cap[0]}"))
+        caps = {}
+    return tuple(out)
+
+
 def with_static(
     policy: Policy, verdict: str, found: tuple[Finding, ...]
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
@@ -142,18 +166,19 @@ def with_static(
     (findings, notes) to report. Dynamics ``safe``: no truncate stage ever fires, each is a
     ``dead_stage`` note and nothing is unenforceable. ``unsafe``: each mismatched truncate
     stage is ``unenforceable``; its detail says whether it evicts in the failing session or
-    was simply not proved dead. ``unknown``: nothing is claimed either way."""
+    was simply not proved dead. ``unknown``: nothing is claimed either way. Whatever the
+    verdict, compact stages that can never fire are ``unreachable`` notes."""
     if verdict == "safe":
-        return (), dead_stages(policy)
+        return (), dead_stages(policy) + unreachable_stages(policy)
     if verdict != "unsafe":
-        return (), ()
+        return (), unreachable_stages(policy)
     fired = {f.stage for f in found if f.kind in ("hole", "overflow")}
     static = tuple(
         Finding(f.kind, f.stage, f.step, f.offsets,
                 f"{f.detail}; {'it evicts in this session' if f.stage in fired else 'not proved dead'}")
         for f in static_findings(policy)
     )
-    return static + found, ()
+    return static + found, unreachable_stages(policy)
 
 
 def step(

@@ -19,6 +19,8 @@ RULES: dict[str, str] = {
     "unenforceable": "the recovery floor's unit differs from the unit of a truncator that can fire",
     "dead_stage": "note: a truncate stage that no session ever reaches (the policy is safe without "
                   "it; a unit mismatch there is harmless)",
+    "unreachable": "note: a compact stage whose trigger is above every occupancy the stages before "
+                   "it allow, so it never fires",
     "unknown": "the checker ran out of budget before deciding",
 }
 
@@ -29,6 +31,8 @@ HINTS: dict[str, str] = {
                 "the window: truncate or compact below it",
     "unenforceable": "express the floor in the truncator's unit",
     "dead_stage": "nothing to fix; keep it as a safety net or remove it",
+    "unreachable": "lower the trigger below the limit of the truncate stage before it, or run "
+                   "the compact stage first",
 }
 HINT_FLOOR_INPUT = ("show the summarizer the tail too (input = \"all\"), or, if the framework "
                     "keeps the tail verbatim without summarizing it, check and audit with "
@@ -94,6 +98,9 @@ def explain(policy: Policy, f: Finding) -> str:
                f"truncates in another unit, so no truncation can honour it ({why})"
     if f.kind == "dead_stage":
         return f"{where} never fires: no session of any length reaches its limit"
+    if f.kind == "unreachable":
+        return f"{where} can never fire before a loss: its trigger is above what " \
+               f"{describe_stage(policy, f.offsets[0])} lets through"
     if f.kind == "hole":
         verb = "drops" if isinstance(policy.stages[f.stage], Truncate) else "hides from the summarizer"
         return f"{where} {verb} {_ranges(f.offsets)} after append {f.step}: never summarized"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,17 +16,29 @@ OPENHANDS = str(EX / "openhands-window-then-summarizer.toml")
 LANGCHAIN = str(EX / "langchain-no-trim.toml")
 
 
+def one(out: str) -> dict[str, Any]:
+    """The only policy of a JSON report (brief 7b's shape)."""
+    data = json.loads(out)
+    assert set(data) == {"verdict", "policies"} and len(data["policies"]) == 1
+    entry: dict[str, Any] = data["policies"][0]
+    assert data["verdict"] == entry["verdict"]
+    return entry
+
+
 def test_safe_exit_0_and_json_object() -> None:
     code, out, _ = run_cli("check-config", "--format", "json", REPAIRED)
     assert code == 0
-    data = json.loads(out)
+    data = one(out)
     assert data["verdict"] == "safe" and data["findings"] == []
 
 
-def test_unsafe_exit_1_json_list_for_several() -> None:
+def test_unsafe_exit_1_same_json_shape_for_several() -> None:
     code, out, _ = run_cli("check-config", "--format", "json", SEED, REPAIRED)
     assert code == 1
-    seed, repaired = json.loads(out)
+    data = json.loads(out)
+    assert data["verdict"] == "unsafe"
+    seed, repaired = data["policies"]
+    assert (seed["file"], repaired["file"]) == (SEED, REPAIRED)
     assert (seed["verdict"], repaired["verdict"]) == ("unsafe", "safe")
     kinds = {(f["kind"], f["stage"]) for f in seed["findings"]}
     assert kinds == {("unenforceable", 0), ("hole", 0)}
@@ -36,7 +49,7 @@ def test_unsafe_exit_1_json_list_for_several() -> None:
 def test_unknown_exit_3_names_budget() -> None:
     code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5", OPENHANDS)
     assert code == 3
-    data = json.loads(out)
+    data = one(out)
     assert data["verdict"] == "unknown" and "budget" in data["unknown_reason"]
     assert "--depth 5" in data["unknown_reason"] and data["exhausted"] in ("depth", "budget")
 
@@ -93,11 +106,11 @@ def test_emitted_trace_makes_the_audit_report_the_loss(tmp_path: Path, profile: 
 def test_profile_flag_and_reports_name_it() -> None:
     code, out, _ = run_cli("check-config", "--format", "json", LANGCHAIN)
     assert code == 0
-    data = json.loads(out)
+    data = one(out)
     assert (data["verdict"], data["profile"]) == ("safe", "partitioned")
     code, out, _ = run_cli("check-config", "--profile", "strict", "--format", "json", LANGCHAIN)
     assert code == 1
-    data = json.loads(out)
+    data = one(out)
     assert (data["verdict"], data["profile"]) == ("unsafe", "strict")
     [floor] = data["findings"]
     assert floor["kind"] == "floor" and floor["detail"] == "floor turns not in the summarizer input"
@@ -124,8 +137,32 @@ def test_suggest_boundary_is_exact(tmp_path: Path) -> None:
         'keep_unit = "turns"\nkeep = 2\nsummary_tokens = 1\n', encoding="utf-8")
     code, out, _ = run_cli("check-config", "--format", "json", "--suggest", str(policy))
     assert code == 1
-    by_knob = {s["knob"]: s for s in json.loads(out)["suggestions"]}
+    by_knob = {s["knob"]: s for s in one(out)["suggestions"]}
     trig = by_knob["stage.1.trigger"]
     assert (trig["to"], trig["beyond"], trig["beyond_verdict"]) == (10, 11, "unsafe")
     limit = by_knob["stage.0.limit"]
     assert (limit["to"], limit["beyond"]) == (13, 12)
+
+
+def test_a_bad_file_is_reported_in_place_and_the_others_are_checked(tmp_path: Path) -> None:
+    """Issue 10 point 6: one malformed file in a batch used to empty the whole output."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('turn_tokens = [1, 5]\nfloor = 2\nfloor_unit = "turn"\n', encoding="utf-8")
+    code, out, err = run_cli("check-config", "--format", "json", SEED, str(bad), REPAIRED)
+    assert code == 2 and f"{bad}:3: floor_unit: unit must be" in err
+    data = json.loads(out)
+    assert data["verdict"] == "error"
+    assert [e["verdict"] for e in data["policies"]] == ["unsafe", "error", "safe"]
+    entry = data["policies"][1]
+    assert (entry["file"], entry["line"], entry["key"]) == (str(bad), 3, "floor_unit")
+    assert entry["error"].startswith(f"{bad}:3: floor_unit: unit must be")
+    code, out, _ = run_cli("check-config", "--format", "sarif", SEED, str(bad))
+    assert code == 2
+    results = json.loads(out)["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"unenforceable", "hole", "input"}
+    [error] = [r for r in results if r["ruleId"] == "input"]
+    assert error["level"] == "error"
+    assert error["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    code, out, err = run_cli("check-config", str(bad), REPAIRED)
+    assert code == 2 and "safe: seed-repaired" in out and str(bad) not in out
+    assert f"{bad}:3: floor_unit: unit must be" in err

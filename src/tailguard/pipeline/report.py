@@ -22,6 +22,7 @@ RULES: dict[str, str] = {
     "unreachable": "note: a compact stage whose trigger is above every occupancy the stages before "
                    "it allow, so it never fires",
     "unknown": "the checker ran out of budget before deciding",
+    "input": "the policy file cannot be read or parsed (exit 2)",
 }
 
 HINTS: dict[str, str] = {
@@ -51,6 +52,34 @@ class Report:
     policy: Policy
     decision: Decision
     suggestions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BadFile:
+    """A file that could not be read or parsed, reported in place of its policy (verdict
+    ``error``); ``message`` is ``FILE:LINE: key: reason``."""
+
+    file: str
+    line: int
+    key: str
+    reason: str
+    message: str
+
+
+Entry = Report | BadFile
+
+
+def overall(entries: list[Entry]) -> str:
+    """The verdict the exit code reports: ``error`` (2) if any file is unusable, else
+    ``unsafe`` (1) if any policy is, else ``unknown`` (3) if any is, else ``safe`` (0)."""
+    verdicts = {"error" if isinstance(e, BadFile) else e.decision.verdict for e in entries}
+    for verdict in ("error", "unsafe", "unknown"):
+        if verdict in verdicts:
+            return verdict
+    return "safe"
+
+
+EXIT_CODES = {"safe": 0, "unsafe": 1, "error": 2, "unknown": 3}
 
 
 def finding_line(policy: Policy, f: Finding) -> int:
@@ -139,10 +168,14 @@ def to_json(r: Report) -> dict[str, Any]:
     return out
 
 
-def render_text(reports: list[Report]) -> str:
-    """Linter-style text: ``FILE:LINE: kind: explanation`` then the session and the fix."""
+def render_text(reports: list[Entry]) -> str:
+    """Linter-style text: ``FILE:LINE: kind: explanation`` then the session and the fix.
+    A bad file is left out: its ``FILE:LINE: key: reason`` went to stderr, as for every
+    command, and printing it twice on a terminal helps no one."""
     lines: list[str] = []
     for r in reports:
+        if isinstance(r, BadFile):
+            continue
         d, p = r.decision, r.policy
         if d.verdict == "safe":
             lines.append(f"{p.file}: safe: {p.name}: no session of any length loses a turn "
@@ -163,7 +196,7 @@ def render_text(reports: list[Report]) -> str:
             kinds = ", ".join(sorted({f.kind for f in d.findings}))
             lines.append(f"{p.file}: unsafe: {p.name}: {len(d.findings)} finding(s) ({kinds}), "
                          f"profile {d.profile}, {d.seconds:.2f}s")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _trace(trace: tuple[int, ...]) -> str:
@@ -178,17 +211,30 @@ def _trace(trace: tuple[int, ...]) -> str:
     return ", ".join(parts)
 
 
-def render_json(reports: list[Report]) -> str:
-    """An object for one policy, a list for several."""
-    data: Any = [to_json(r) for r in reports]
-    return json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n"
+def bad_json(b: BadFile) -> dict[str, Any]:
+    """A bad file's entry in ``policies``."""
+    return {"file": b.file, "verdict": "error", "findings": [], "line": b.line, "key": b.key,
+            "error": b.message}
 
 
-def render_sarif(reports: list[Report]) -> str:
+def render_json(reports: list[Entry]) -> str:
+    """Brief 7b: one shape whatever the number of files, ``{"verdict": OVERALL, "policies":
+    [...]}``, OVERALL being the verdict the exit code reports; a bad file is an entry with
+    verdict ``error`` in its place."""
+    data = {"verdict": overall(reports),
+            "policies": [bad_json(r) if isinstance(r, BadFile) else to_json(r) for r in reports]}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render_sarif(reports: list[Entry]) -> str:
     """SARIF 2.1.0, one result per finding, located at the faulty stage's line; the profile
-    is a property of the run and of every result."""
+    is a property of the run and of every result. A bad file is an ``error`` result (rule
+    ``input``) at its line, so one bad file never empties the document."""
     results: list[dict[str, Any]] = []
     for r in reports:
+        if isinstance(r, BadFile):
+            results.append(_result(r.file, r.line, "input", "error", f"{r.key}: {r.reason}", ""))
+            continue
         found = list(r.decision.findings)
         profile = r.decision.profile
         for f in found:
@@ -199,7 +245,8 @@ def render_sarif(reports: list[Report]) -> str:
                                    explain(r.policy, f), profile))
         if r.decision.verdict == "unknown":
             results.append(_result(r.policy.file, 1, "unknown", "warning", r.decision.detail, profile))
-    profiles = sorted({r.decision.profile for r in reports})
+    profiles = sorted({r.decision.profile for r in reports if isinstance(r, Report)}) or \
+        ["partitioned"]
     sarif = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -217,10 +264,11 @@ def render_sarif(reports: list[Report]) -> str:
 
 
 def _result(file: str, line: int, rule: str, level: str, text: str, profile: str) -> dict[str, Any]:
+    suffix = f" (profile {profile})" if profile else ""
     return {
-        "ruleId": rule, "level": level, "message": {"text": f"{text} (profile {profile})"},
+        "ruleId": rule, "level": level, "message": {"text": f"{text}{suffix}"},
         "locations": [{"physicalLocation": {
             "artifactLocation": {"uri": file}, "region": {"startLine": max(1, line)},
         }}],
-        "properties": {"profile": profile},
+        **({"properties": {"profile": profile}} if profile else {}),
     }

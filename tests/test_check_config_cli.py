@@ -166,3 +166,54 @@ def test_a_bad_file_is_reported_in_place_and_the_others_are_checked(tmp_path: Pa
     code, out, err = run_cli("check-config", str(bad), REPAIRED)
     assert code == 2 and "safe: seed-repaired" in out and str(bad) not in out
     assert f"{bad}:3: floor_unit: unit must be" in err
+
+
+def test_sarif_has_version_rule_help_relative_uris_code_flow_and_fixes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10 point 6."""
+    import tailguard
+
+    monkeypatch.chdir(EX.parents[1])
+    code, out, _ = run_cli("check-config", "--format", "sarif", SEED)
+    assert code == 1
+    run = json.loads(out)["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["version"] == tailguard.__version__
+    assert driver["properties"]["spec_version"] == tailguard.SPEC_VERSION
+    assert all(r["fullDescription"]["text"] and r["help"]["text"] for r in driver["rules"])
+    ids = {r["id"] for r in driver["rules"]}
+    assert {r["ruleId"] for r in run["results"]} <= ids
+    for result in run["results"]:
+        where = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert where == {"uri": "examples/policies/seed-incident.toml", "uriBaseId": "%SRCROOT%"}
+    [hole] = [r for r in run["results"] if r["ruleId"] == "hole"]
+    steps = hole["codeFlows"][0]["threadFlows"][0]["locations"]
+    texts = [s["location"]["message"]["text"] for s in steps]
+    assert texts == ["appends 1 to 8: 20000 tokens each", "append 9: 1 tokens; hole at stage 0"]
+    [unenforceable] = [r for r in run["results"] if r["ruleId"] == "unenforceable"]
+    assert "codeFlows" not in unenforceable
+    outside = tmp_path / "p.toml"
+    outside.write_text(
+        'turn_tokens = [1, 3]\nfloor = 2\nfloor_unit = "tokens"\n'
+        '[[stage]]\nkind = "truncate"\nunit = "tokens"\nlimit = 12\n'
+        '[[stage]]\nkind = "compact"\ntrigger_unit = "tokens"\ntrigger = 11\n'
+        'keep_unit = "turns"\nkeep = 2\nsummary_tokens = 1\n', encoding="utf-8")
+    code, out, _ = run_cli("check-config", "--format", "sarif", "--suggest", str(outside))
+    assert code == 1
+    results = json.loads(out)["runs"][0]["results"]
+    assert results[0]["locations"][0]["physicalLocation"]["artifactLocation"] == \
+        {"uri": outside.resolve().as_uri()}
+    fixes = results[0]["fixes"]
+    changes = {(f["artifactChanges"][0]["replacements"][0]["deletedRegion"]["startLine"],
+                f["artifactChanges"][0]["replacements"][0]["insertedContent"]["text"])
+               for f in fixes}
+    assert {(11, "trigger = 10"), (7, "limit = 13"), (1, "turn_tokens = [1, 2]")} <= changes
+    assert all("fixes" not in r for r in results[1:])
+
+
+def test_json_findings_carry_append_number_and_offsets() -> None:
+    code, out, _ = run_cli("check-config", "--format", "json", SEED)
+    assert code == 1
+    hole = next(f for f in one(out)["findings"] if f["kind"] == "hole")
+    assert (hole["step"], hole["offsets"], len(hole["trace"])) == (9, [0], 9)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tailguard.pipeline.model import FLOOR_INPUT, Finding
@@ -25,6 +26,27 @@ RULES: dict[str, str] = {
     "input": "the policy file cannot be read or parsed (exit 2)",
 }
 
+FULL: dict[str, str] = {
+    "hole": "Some session of the policy makes a stage remove a turn that no summary covers: a "
+            "truncate stage drops it, or a compaction's summarizer input limit leaves it unseen. "
+            "Nothing in the context or in any summary can bring it back.",
+    "floor": "After some compaction, part of the recovery floor (the newest F units of the "
+             "history) is not verbatim in the context; under --profile strict, or not in what "
+             "the summarizer was shown.",
+    "overflow": "Some session leaves the context over a truncate stage's limit with nothing left "
+                "to drop (base, pinned turns and the summary alone exceed it), or over the "
+                "model's window once every stage has run.",
+    "unenforceable": "The floor is counted in one unit and a truncate stage that can fire "
+                     "evicts in another, so no truncation can honour the floor.",
+    "dead_stage": "A truncate stage that no session of any length reaches: the policy is proved "
+                  "safe without it ever firing.",
+    "unreachable": "A compact stage whose trigger is above every occupancy the stages before it "
+                   "allow, so it never fires before a loss.",
+    "unknown": "The checker ran out of a budget (--budget or --depth) before it could prove the "
+               "policy safe or find a failing session. Unknown is never a pass.",
+    "input": "The policy file cannot be read or parsed; the message names the line and key.",
+}
+
 HINTS: dict[str, str] = {
     "hole": "compact earlier (lower the trigger), raise the limit, or lift input_limit",
     "floor": "keep at least the floor verbatim (raise keep) or lower the floor",
@@ -34,6 +56,8 @@ HINTS: dict[str, str] = {
     "dead_stage": "nothing to fix; keep it as a safety net or remove it",
     "unreachable": "lower the trigger below the limit of the truncate stage before it, or run "
                    "the compact stage first",
+    "unknown": "raise the budget the message names (--budget or --depth)",
+    "input": "fix the key the message names (docs/check-config.md, Policy format)",
 }
 HINT_FLOOR_INPUT = ("show the summarizer the tail too (input = \"all\"), or, if the framework "
                     "keeps the tail verbatim without summarizing it, check and audit with "
@@ -149,7 +173,8 @@ def to_json(r: Report) -> dict[str, Any]:
     """The stable JSON shape: verdict and findings, plus how it was decided."""
     d = r.decision
     findings = [
-        {"kind": f.kind, "stage": f.stage, "trace": [] if f.kind == "unenforceable" else list(d.trace),
+        {"kind": f.kind, "stage": f.stage, "step": f.step, "offsets": list(f.offsets),
+         "trace": [] if f.kind == "unenforceable" else list(d.trace),
          "explanation": explain(r.policy, f), "detail": f.detail, "line": finding_line(r.policy, f)}
         for f in d.findings
     ]
@@ -226,36 +251,101 @@ def render_json(reports: list[Entry]) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
+def sarif_uri(file: str) -> dict[str, str]:
+    """A normalized artifact location: relative to the working directory (``uriBaseId``
+    ``%SRCROOT%``, forward slashes) when the file is under it, else an absolute file URI."""
+    path = Path(file).resolve()
+    try:
+        return {"uri": path.relative_to(Path.cwd().resolve()).as_posix(), "uriBaseId": "%SRCROOT%"}
+    except ValueError:
+        return {"uri": path.as_uri()}
+
+
+def _code_flow(r: Report, f: Finding) -> list[dict[str, Any]]:
+    """The failing session as a SARIF ``codeFlow``: one location per run of equal appends,
+    the last one at the finding."""
+    trace, line = r.decision.trace, finding_line(r.policy, f)
+    steps: list[dict[str, Any]] = []
+    i = 0
+    while i < len(trace):
+        j = i
+        while j < len(trace) and trace[j] == trace[i]:
+            j += 1
+        what = f"append {i + 1}" if j - i == 1 else f"appends {i + 1} to {j}"
+        steps.append({"location": {
+            "physicalLocation": {"artifactLocation": sarif_uri(r.policy.file),
+                                 "region": {"startLine": max(1, line)}},
+            "message": {"text": f"{what}: {trace[i]} tokens each" if j - i > 1
+                        else f"{what}: {trace[i]} tokens"}}})
+        i = j
+    if steps:
+        steps[-1]["location"]["message"]["text"] += f"; {f.kind} at stage {f.stage}"
+    return [{"threadFlows": [{"locations": steps}]}]
+
+
+def _fixes(r: Report) -> list[dict[str, Any]]:
+    """``--suggest``'s numeric (and ``input``) suggestions as SARIF fixes: the line of the
+    knob replaced by the suggested value."""
+    out: list[dict[str, Any]] = []
+    for s in r.suggestions:
+        if "to" not in s or not s.get("line"):
+            continue
+        key = str(s["knob"]).rpartition(".")[2]
+        if key == "turn_tokens":
+            text = f"turn_tokens = [{r.policy.turn_min}, {s['to']}]"
+        else:
+            text = f"{key} = {json.dumps(s['to'])}"
+        out.append({"description": {"text": s["text"]}, "artifactChanges": [{
+            "artifactLocation": sarif_uri(r.policy.file),
+            "replacements": [{"deletedRegion": {"startLine": s["line"]},
+                              "insertedContent": {"text": text}}]}]})
+    return out
+
+
 def render_sarif(reports: list[Entry]) -> str:
-    """SARIF 2.1.0, one result per finding, located at the faulty stage's line; the profile
-    is a property of the run and of every result. A bad file is an ``error`` result (rule
-    ``input``) at its line, so one bad file never empties the document."""
+    """SARIF 2.1.0, one result per finding, located at the faulty stage's line, with the
+    failing session as a ``codeFlow`` and ``--suggest``'s fixes as ``fixes`` on the first;
+    the profile is a property of the run and of every result. A bad file is an ``error``
+    result (rule ``input``) at its line, so one bad file never empties the document."""
+    from tailguard import SPEC_VERSION, __version__
+
     results: list[dict[str, Any]] = []
     for r in reports:
         if isinstance(r, BadFile):
             results.append(_result(r.file, r.line, "input", "error", f"{r.key}: {r.reason}", ""))
             continue
-        found = list(r.decision.findings)
         profile = r.decision.profile
-        for f in found:
-            line = finding_line(r.policy, f)
-            results.append(_result(r.policy.file, line, f.kind, "error", explain(r.policy, f), profile))
+        fixes = _fixes(r)
+        for f in r.decision.findings:
+            result = _result(r.policy.file, finding_line(r.policy, f), f.kind, "error",
+                             explain(r.policy, f), profile)
+            if r.decision.trace and f.kind != "unenforceable":
+                result["codeFlows"] = _code_flow(r, f)
+            if fixes:
+                result["fixes"], fixes = fixes, []
+            results.append(result)
         for f in r.decision.notes:
-            results.append(_result(r.policy.file, r.policy.stages[f.stage].line, f.kind, "note",
+            results.append(_result(r.policy.file, finding_line(r.policy, f), f.kind, "note",
                                    explain(r.policy, f), profile))
         if r.decision.verdict == "unknown":
             results.append(_result(r.policy.file, 1, "unknown", "warning", r.decision.detail, profile))
     profiles = sorted({r.decision.profile for r in reports if isinstance(r, Report)}) or \
         ["partitioned"]
+    rules = [{"id": k, "shortDescription": {"text": v}, "fullDescription": {"text": FULL[k]},
+              "help": {"text": HINTS.get(k, "")}} for k, v in RULES.items()]
     sarif = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {
                 "name": "tailguard check-config",
+                "version": __version__,
+                "semanticVersion": __version__,
                 "informationUri": "https://example.invalid/tailguard/docs/check-config.md",
-                "rules": [{"id": k, "shortDescription": {"text": v}} for k, v in RULES.items()],
+                "rules": rules,
+                "properties": {"spec_version": SPEC_VERSION},
             }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "results": results,
             "properties": {"profile": profiles[0] if len(profiles) == 1 else profiles},
         }],
@@ -268,7 +358,7 @@ def _result(file: str, line: int, rule: str, level: str, text: str, profile: str
     return {
         "ruleId": rule, "level": level, "message": {"text": f"{text}{suffix}"},
         "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": file}, "region": {"startLine": max(1, line)},
+            "artifactLocation": sarif_uri(file), "region": {"startLine": max(1, line)},
         }}],
         **({"properties": {"profile": profile}} if profile else {}),
     }

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
+from itertools import pairwise
 
 Pair = tuple[int, int]
 Pos = tuple[int, int]  # (block, row); (number of blocks, 0) is the end
 
 __all__ = ["LOAD", "IntervalUnion", "Runs", "Staircase"]
 
-LOAD = 256
+LOAD = 64
 
 
 class Runs:
@@ -211,7 +212,7 @@ class Runs:
         """Assert the invariants (tests)."""
         rows = list(self)
         assert len(rows) == self._n
-        assert all(a[0] < b[0] and a[1] < b[1] for a, b in zip(rows, rows[1:], strict=False))
+        assert all(a[0] < b[0] and a[1] < b[1] for a, b in pairwise(rows))
         for b, los in enumerate(self._los):
             assert 0 < len(los) <= 2 * LOAD and len(self._his[b]) == len(los)
             assert self._top_los[b] == los[-1] and self._top_his[b] == self._his[b][-1]

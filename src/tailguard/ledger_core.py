@@ -23,7 +23,6 @@ Standard library only: this module is on the runtime path.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 

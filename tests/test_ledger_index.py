@@ -131,3 +131,20 @@ def test_truncation_origins_keep_disjoint_ranges_apart() -> None:
     assert o.within(1, 7) == [(1, 1), (4, 4), (2, 2)]
     o.add_fresh(1, 2, 9)
     assert next(iter(o)) == (0, 3) and o.within(0, 1) == [(3, 1)]
+
+
+@pytest.mark.parametrize("base", [0, (1 << 63) - 40, -(1 << 63) - 5, 10**30])
+def test_offsets_past_int64_widen_the_block_tops(base: int) -> None:
+    """The block tops are an array("q") while every offset fits, a list after (any integer)."""
+    u, ref = IntervalUnion(), set[int]()
+    s, flat = Staircase(), FlatStaircase()
+    for k, x in enumerate([30, 2, 18, 6, 26, 10, 14, 22, 0, 34, 38, 4]):
+        u.add(base + x, base + x + 3)
+        ref |= set(range(base + x, base + x + 3))
+        s.add(base + x, base - x, k)  # reversed pairs: the staircase keeps them raw
+        flat.add(base + x, base - x, k)
+        u.check()
+        s.check()
+    assert _points(u) == ref
+    assert list(s) == list(zip(flat.los, flat.his, strict=True))
+    assert u.gaps(base, base + 45) == _ranges(set(range(base, base + 45)) - ref, base, base + 45)

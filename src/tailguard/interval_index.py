@@ -20,7 +20,8 @@ Standard library only: this module is on the runtime path.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, MutableSequence
 from itertools import pairwise
 
 Pair = tuple[int, int]
@@ -29,6 +30,7 @@ Pos = tuple[int, int]  # (block, row); (number of blocks, 0) is the end
 __all__ = ["LOAD", "IntervalUnion", "Runs", "Staircase"]
 
 LOAD = 64
+_MIN, _MAX = -(1 << 63), (1 << 63) - 1  # what an array("q") holds
 
 
 class Runs:
@@ -44,8 +46,10 @@ class Runs:
         self._los: list[list[int]] = []  # the blocks of starts
         self._his: list[list[int]] = []  # the blocks of ends
         self._tags: list[list[object]] | None = [] if tags else None
-        self._top_los: list[int] = []  # the last start of every block
-        self._top_his: list[int] = []  # the last end of every block
+        # the last start and the last end of every block, as machine integers while they fit
+        # (a bisect over them then reads one contiguous buffer), else as a list (_widen)
+        self._top_los: MutableSequence[int] = array("q")
+        self._top_his: MutableSequence[int] = array("q")
         self._n = 0
 
     def __len__(self) -> int:
@@ -107,8 +111,7 @@ class Runs:
             self._his[b - 1].append(hi)
             if self._tags is not None:
                 self._tags[b - 1].append(tag)
-            self._top_los[b - 1] = lo
-            self._top_his[b - 1] = hi
+            self._set_tops(b - 1, lo, hi)
             self._n += 1
             return
         self._splice(p, p, [lo], [hi], None if self._tags is None else [tag])
@@ -123,8 +126,7 @@ class Runs:
                 bhi.append(list(his))
                 if btg is not None:
                     btg.append(list(tags or ()))
-                self._top_los.append(los[-1])
-                self._top_his.append(his[-1])
+                self._insert_tops(0, los[-1], his[-1])
                 self._n = len(los)
                 self._fix(0)
             return
@@ -175,10 +177,24 @@ class Runs:
                 tb = btg[b]
                 btg.insert(b + 1, tb[half:])
                 del tb[half:]
-            self._top_los.insert(b + 1, blo[b + 1][-1])
-            self._top_his.insert(b + 1, bhi[b + 1][-1])
-        self._top_los[b] = block[-1]
-        self._top_his[b] = bhi[b][-1]
+            self._insert_tops(b + 1, blo[b + 1][-1], bhi[b + 1][-1])
+        self._set_tops(b, block[-1], bhi[b][-1])
+
+    def _widen(self) -> None:
+        """An offset outside int64: keep the tops as a list from now on (any integer)."""
+        self._top_los, self._top_his = list(self._top_los), list(self._top_his)
+
+    def _set_tops(self, b: int, lo: int, hi: int) -> None:
+        if not (_MIN <= lo <= _MAX and _MIN <= hi <= _MAX) and type(self._top_los) is array:
+            self._widen()
+        self._top_los[b] = lo
+        self._top_his[b] = hi
+
+    def _insert_tops(self, b: int, lo: int, hi: int) -> None:
+        if not (_MIN <= lo <= _MAX and _MIN <= hi <= _MAX) and type(self._top_los) is array:
+            self._widen()
+        self._top_los.insert(b, lo)
+        self._top_his.insert(b, hi)
 
     # -- reading ---------------------------------------------------------------------
 

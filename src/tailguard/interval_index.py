@@ -19,8 +19,8 @@ Standard library only: this module is on the runtime path.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, MutableSequence
 from itertools import pairwise
 

@@ -6,7 +6,10 @@ evictions, spills) and decides every compaction by the spec's clauses, exactly a
 generated checker decides the *equivalent case* (:meth:`Ledger.equivalent_case`; SPEC.md
 sections 9.3 and 10) but in O(log k) in the number of recorded intervals. It writes
 everything it records as the normative JSONL event log (:mod:`tailguard.eventlog`), each line
-*before* the state changes, so a failed write leaves the ledger as it was; ``tailguard audit``
+*before* the state changes, so a failed write leaves the ledger as it was, and no part of a failed
+line can reach the log later (:mod:`tailguard.ledger_log`; ``durable=True`` fsyncs every line
+but appends and truncations). One lock makes a ledger safe to share between threads, and the
+log's order is the order in which the state changed. ``tailguard audit``
 replays the log with the same core (:func:`replay`), and :meth:`Ledger.from_log` rebuilds a
 ledger from its own log to continue a session in a new process.
 
@@ -546,8 +549,9 @@ def replay(
     :class:`Verdict` per compaction and each :class:`~tailguard.eventlog.Refusal` line as it
     is, in log order; a compaction is judged against the state recorded before it and then
     recorded (it happened). Ranges are taken as they are (strict refuses inconsistent ones
-    with ``well_formed``); a summary id that names no summary in the context, or a repeated
-    one, raises :class:`~tailguard.eventlog.EventLogError` (``source`` names the file).
+    with ``well_formed``); a negative append count (SPEC.md 9.4), a summary id that names no
+    summary in the context, or a repeated one, raises
+    :class:`~tailguard.eventlog.EventLogError` (``source`` names the file).
     Streams: the state is the merged interval sets and the summaries in the context (plus,
     with ``explain``, which lines truncated each range and which lost summary covered it;
     for the seed profile, the seed's raw truncations reduced to non-dominated pairs).

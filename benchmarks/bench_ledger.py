@@ -98,21 +98,35 @@ def decide_section(repeat: int) -> None:
 
 
 def lock_section(repeat: int) -> None:
+    import threading
+
     ledger = Ledger(F, unit="turns")
     ledger.append(1000)
     ledger.spill(0, 500)
     ledger.truncate(100, 200)
     i, c, t = (500, 1000), (500, 988), 988
-    locked = _best(lambda: ledger.decide(summary_input=i, summary_covers=c, tail_start=t), repeat)
-    bare = _best(lambda: ledger._decide(i, c, t, None, (), None), repeat)
-    core = ledger.core
-    app_locked = _best(lambda: ledger.append(0), repeat)
-    app_bare = _best(lambda: core.append(0), repeat)
-    print(f"lock (RLock per call), best of {repeat}")
-    print(f"  decide: {locked * 1e6:.3f}us locked, {bare * 1e6:.3f}us without the lock: "
-          f"+{(locked - bare) * 1e9:.0f} ns ({locked / bare:.2f}x)")
-    print(f"  append: {app_locked * 1e6:.3f}us through Ledger (lock + checks), {app_bare * 1e6:.3f}us "
-          f"on the core alone: +{(app_locked - app_bare) * 1e9:.0f} ns")
+    lock = threading.RLock()
+
+    def bare() -> object:
+        return ledger._decide(i, c, t, None, (), None)
+
+    def locked() -> object:
+        return ledger.decide(summary_input=i, summary_covers=c, tail_start=t)
+
+    def with_lock() -> None:
+        with lock:
+            pass
+
+    # alternate the two so that the load of a shared machine hits both alike; keep each best
+    best_locked = best_bare = float("inf")
+    for _ in range(repeat):
+        best_bare = min(best_bare, _best(bare, 1))
+        best_locked = min(best_locked, _best(locked, 1))
+    raw = _best(with_lock, repeat)
+    print(f"lock (one RLock taken by every Ledger method), best of {repeat}, alternated")
+    print(f"  decide: {best_locked * 1e6:.3f}us through Ledger.decide, {best_bare * 1e6:.3f}us without "
+          f"the lock: +{(best_locked - best_bare) * 1e9:.0f} ns ({best_locked / best_bare:.2f}x)")
+    print(f"  'with RLock(): pass' alone: {raw * 1e9:.0f} ns")
 
 
 def durable_section(repeat: int, directory: str | None) -> None:

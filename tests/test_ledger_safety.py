@@ -462,3 +462,31 @@ def test_bad_arguments_raise_naming_the_argument_and_record_nothing(call: Any, f
 def test_an_iterable_log_source_is_read_once() -> None:
     lines = iter([HEADER + "\n", '{"event": "append", "count": 3}\n'])
     assert Ledger.from_log(lines).history_end == 3
+
+
+def test_a_closed_log_stream_fails_closed_instead_of_writing_to_its_old_descriptor(tmp_path: Path) -> None:
+    f = open(tmp_path / "log.jsonl", "w", encoding="utf-8")  # noqa: SIM115 - closed on purpose
+    led = Ledger(recovery_floor_span=2, unit="turns", log=f)
+    f.close()
+    other = open(tmp_path / "other.txt", "w", encoding="utf-8")  # may get the same descriptor  # noqa: SIM115
+    try:
+        with pytest.raises(LogFailedError, match="closed"):
+            led.append(1)
+        assert led.history_end == 0
+    finally:
+        other.close()
+    assert (tmp_path / "other.txt").read_text() == ""
+
+
+def test_from_log_with_flush_false_writes_held_lines_when_the_ledger_is_collected(tmp_path: Path) -> None:
+    import gc
+
+    path = tmp_path / "log.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        Ledger(recovery_floor_span=2, unit="turns", log=f)
+    led = Ledger.from_log(path, flush=False)
+    led.append(3)
+    assert len(path.read_text().splitlines()) == 1
+    del led
+    gc.collect()
+    assert Ledger.from_log(path, append=False).history_end == 3

@@ -29,6 +29,7 @@ import json
 import os
 import threading
 import warnings
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
@@ -445,6 +446,7 @@ summarized or spilled
                 os.close(fd)
                 raise
             led._writer = _writer(led._sink)
+            weakref.finalize(led, led._sink.close)  # its descriptor: held lines out, then closed
         elif log is not None:
             led._sink = LogSink(log, flush=flush, durable=durable)
             led._writer = _writer(led._sink)

@@ -18,8 +18,10 @@ changes its state only once :meth:`LogSink.write` has returned. The sink's contr
   A power loss can then only lose ``append``/``truncate`` lines after the last such line,
   never evidence the ledger reported.
 - ``flush=False``: lines are kept in memory (at most 64 KiB) and written with the next
-  durable line, when the buffer fills, on :meth:`flush` or :meth:`close`; a crash loses them.
-  A failed batch takes every buffered line back and fails the sink.
+  durable line, when the buffer fills, on :meth:`flush` or :meth:`close` (the ledger's), or
+  when the ledger is garbage-collected if it opened the file itself; a crash loses them, and
+  so does closing your own stream before ``Ledger.close()``. A failed batch takes every
+  buffered line back and fails the sink.
 
 A stream without a file descriptor (``io.StringIO``, a wrapper of your own) gets
 ``stream.write(line)`` and ``stream.flush()``. If either raises, the sink is failed as above,
@@ -149,6 +151,10 @@ class LogSink:
     def _write_fd(self, sync: bool) -> None:
         fd = self._fd
         assert fd is not None
+        if self._stream is not None and self._stream.closed:  # its descriptor may be another file's now
+            self.failure = "the log stream was closed"
+            self._pending.clear()
+            self.check()
         data = "".join(self._pending).encode("utf-8")
         self._pending.clear()
         self._pending_size = 0

@@ -490,3 +490,15 @@ def test_from_log_with_flush_false_writes_held_lines_when_the_ledger_is_collecte
     del led
     gc.collect()
     assert Ledger.from_log(path, append=False).history_end == 3
+
+
+def test_the_ledger_log_and_the_spill_store_import_only_the_standard_library() -> None:
+    code = (
+        "import sys, tailguard.ledger, tailguard.ledger_log, tailguard.interval_index, tailguard.spill; "
+        "top = {m.split('.')[0] for m in sys.modules}; "
+        "ok = {'tailguard', '__main__', '_distutils_hack'}; "  # the last: setuptools' .pth hook
+        "bad = sorted(m for m in top if m not in sys.stdlib_module_names and m not in ok); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

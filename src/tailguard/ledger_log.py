@@ -7,7 +7,9 @@ changes its state only once :meth:`LogSink.write` has returned. The sink's contr
   (an open file, or the file :meth:`Ledger.from_log` opens), the sink writes the line's bytes
   with ``os.write`` on that descriptor, bypassing the stream's own buffer (flushed once, when
   the sink is made). So no Python buffer ever holds a line: a line that failed cannot reach
-  the log later, from a retry, a ``flush()``, ``close()`` or the garbage collector.
+  the log later, from a retry, a ``flush()``, ``close()`` or the garbage collector. The log
+  is the ledger's from then on: do not write to that stream yourself. A new log file's
+  directory entry is yours to make durable (``durable=True`` syncs the file, not its directory).
 - **A failed write is taken back.** If ``os.write`` (or ``fsync``) raises (``ENOSPC``,
   ``EFBIG``, ``EIO``), the sink truncates a regular file back to where the line began, so the
   log holds only whole lines the ledger recorded, and re-raises. The sink is then *failed*:

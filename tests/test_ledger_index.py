@@ -72,7 +72,9 @@ def test_interval_union_matches_a_set_of_offsets(steps: list[tuple[str, int, int
     u, ref = IntervalUnion(), set[int]()
     for op, lo, hi in steps:
         if op == "add":
-            u.add(lo, hi)
+            fresh = u.add_gaps(lo, hi) if (lo + hi) % 2 else (u.add(lo, hi) or [])
+            if (lo + hi) % 2:
+                assert fresh == _ranges(set(range(lo, hi)) - ref, lo, hi)
             ref |= set(range(lo, hi))
         else:
             u.remove(lo, hi)

@@ -287,6 +287,20 @@ class IntervalUnion(Runs):
         last_hi = self._his[last[0]][last[1]]
         self._splice(p, q, [lo if lo < first_lo else first_lo], [hi if hi > last_hi else last_hi], None)
 
+    def add_gaps(self, lo: int, hi: int) -> list[Pair]:
+        """:meth:`add` ``[lo, hi)`` and return what it added (``gaps(lo, hi)`` before the add);
+        one search when the range touches nothing held."""
+        if lo >= hi:
+            return []
+        p = self._first_hi_ge(lo)
+        b, o = p
+        if b == len(self._los) or self._los[b][o] > hi:
+            self._insert(p, lo, hi, None)
+            return [(lo, hi)]
+        out = self.gaps(lo, hi)
+        self.add(lo, hi)
+        return out
+
     def remove(self, lo: int, hi: int) -> None:
         """Subtract ``[lo, hi)``."""
         if lo >= hi or not self._n:

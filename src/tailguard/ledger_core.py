@@ -190,14 +190,15 @@ class LedgerCore:
             self._hist_tr.append((lo, hi))
         if lo < hi:
             if self.origins is not None:
-                for g_lo, g_hi in self.truncated.gaps(lo, hi):
+                for g_lo, g_hi in self.truncated.add_gaps(lo, hi):  # what was not truncated before
                     self.origins.add_fresh(g_lo, g_hi, tag)
+            else:
+                self.truncated.add(lo, hi)
             if self.recovered:
                 for g_lo, g_hi in self.recovered.gaps(lo, hi):
                     self.lost.add(g_lo, g_hi)
             else:
                 self.lost.add(lo, hi)
-            self.truncated.add(lo, hi)
 
     def spill(self, lo: int, hi: int, tag: object = None) -> None:
         """Record a lossless spill of ``[lo, hi)``."""

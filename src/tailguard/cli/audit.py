@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO, Protocol, TextIO
 
 from tailguard._generated.checker import PROFILES
+from tailguard.cli import audit_fleet
 from tailguard.eventlog import EventLogError, Refusal, Session, iter_events
 from tailguard.ledger import Verdict, replay
 
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "whose summarizer sees the candidates but not the kept tail)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: a post-mortem of every refused compaction (default); json: one object")
+    audit_fleet.add_arguments(parser)  # more paths, globs, URLs, engines: docs/fleet.md
 
 
 def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
@@ -117,6 +119,8 @@ def _audit(
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if audit_fleet.wanted(args):
+        return audit_fleet.run(args, stdout, stderr)
     if args.profile not in PROFILES:
         print(f"{PROG}: --profile: unknown profile {args.profile!r}; "
               f"choose one of {', '.join(PROFILES)}", file=stderr)

@@ -1,0 +1,201 @@
+"""Run the per-session audit over a fleet: in this process, a local process pool, or Dask.
+
+Every engine calls :func:`tailguard.fleet.record.audit_batch` on batches of whole sessions
+and returns the records sorted by source, each source exactly once, whatever the completion
+order and whatever workers died on the way:
+
+- ``serial``: this process, one session after the other (``--workers 1``; the benchmark's
+  baseline);
+- ``local``: a :class:`concurrent.futures.ProcessPoolExecutor`. A worker that dies (killed,
+  out of memory) breaks the pool: the results already in are kept, and the unfinished batches
+  are submitted again to a fresh pool. After two broken pools the rest runs one session at a
+  time in a one-worker pool, so a log that kills its worker every time is named (its record
+  says so) and every other session is still judged;
+- ``dask``: a ``distributed`` client, on a :class:`distributed.LocalCluster` of ``workers``
+  single-threaded processes or on a running scheduler. The scheduler re-runs the tasks of a
+  worker that died (up to ``distributed.scheduler.allowed-failures`` times, then
+  ``KilledWorker``: those sessions' records say so); results are keyed by source, so a task
+  that ran twice cannot duplicate one.
+
+Progress is reported through a callback ``(sessions done, total)`` from the calling thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib
+import logging
+import multiprocessing
+import os
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+from tailguard.fleet.record import Record, audit_batch, audit_source, error_record
+from tailguard.fleet.sources import Item
+
+__all__ = ["ENGINES", "Run", "batches", "default_files_per_task", "default_workers", "run_dask",
+           "run_local", "run_serial"]
+
+ENGINES = ("local", "dask")
+Progress = Callable[[int, int], None]
+DASK_FILES_PER_TASK = 32  # NOTES: one task per file was 5x slower than batches of 32 to 64
+_BROKEN_POOLS_BEFORE_ISOLATION = 2
+
+
+def _no_progress(done: int, total: int) -> None:
+    pass
+
+
+@dataclass
+class Run:
+    """What an engine returns: the records (sorted by source) and how faults were met."""
+
+    records: list[Record]
+    restarts: int = 0  # local: pools rebuilt after a worker died
+    isolated: int = 0  # local: sessions run one at a time after repeated deaths
+    notes: list[str] = field(default_factory=list)
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_files_per_task(engine: str, sessions: int, workers: int) -> int:
+    """Dask: 32 (per-task overhead dominates below that). Local: small enough that every
+    worker gets about eight batches (load balance, and little lost when a worker dies), at
+    most 32."""
+    if engine == "dask":
+        return DASK_FILES_PER_TASK
+    return max(1, min(32, sessions // (8 * max(1, workers))))
+
+
+def batches(items: Sequence[Item], size: int) -> list[list[Item]]:
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def _sorted(results: dict[str, Record]) -> list[Record]:
+    return [results[s] for s in sorted(results)]
+
+
+def run_serial(items: Sequence[Item], profile: str, progress: Progress = _no_progress) -> Run:
+    results: dict[str, Record] = {}
+    for item in items:
+        results[item.source] = audit_source(item, profile)
+        progress(len(results), len(items))
+    return Run(_sorted(results))
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # fork is the cheapest start and safe in a single-threaded process (the CLI); with other
+    # threads running (a test process that ran Dask, an embedding application) spawn.
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def run_local(
+    items: Sequence[Item], profile: str, workers: int, files_per_task: int,
+    progress: Progress = _no_progress,
+) -> Run:
+    total = len(items)
+    results: dict[str, Record] = {}
+    pending = dict(enumerate(batches(items, files_per_task)))
+    run = Run([])
+    ctx = _context()
+
+    def take(recs: list[Record]) -> None:
+        for r in recs:
+            results.setdefault(r["source"], r)
+        progress(len(results), total)
+
+    while pending and run.restarts < _BROKEN_POOLS_BEFORE_ISOLATION:
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=ctx) as pool:
+            futures = {pool.submit(audit_batch, b, profile): i for i, b in pending.items()}
+            try:
+                for fut in cf.as_completed(futures):
+                    take(fut.result())
+                    del pending[futures[fut]]
+            except BrokenProcessPool:
+                run.restarts += 1
+                for fut, i in futures.items():  # keep what finished before the pool broke
+                    if i in pending and fut.done() and not fut.cancelled() and fut.exception() is None:
+                        take(fut.result())
+                        del pending[i]
+    if pending:
+        _isolate([it for _, b in sorted(pending.items()) for it in b], profile, ctx, take, run)
+    run.records = _sorted(results)
+    return run
+
+
+def _isolate(items: list[Item], profile: str, ctx: multiprocessing.context.BaseContext,
+             take: Callable[[list[Record]], None], run: Run) -> None:
+    """One session at a time in a one-worker pool: a death is that session's (after two tries)."""
+    deaths: dict[str, int] = {}
+    pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+    try:
+        queue = list(items)
+        while queue:
+            item = queue[0]
+            try:
+                take(pool.submit(audit_batch, [item], profile).result())
+                queue.pop(0)
+                run.isolated += 1
+            except BrokenProcessPool:
+                pool.shutdown(wait=True)
+                pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+                deaths[item.source] = deaths.get(item.source, 0) + 1
+                if deaths[item.source] >= 2:
+                    queue.pop(0)
+                    take([error_record(item.source, f"{item.source}:0: file: the worker process auditing "
+                                                    "this log died twice; not judged")])
+    finally:
+        pool.shutdown(wait=True)
+
+
+def run_dask(
+    items: Sequence[Item], profile: str, workers: int | None, files_per_task: int,
+    scheduler: str | None, progress: Progress = _no_progress,
+) -> Run:
+    """Audit on Dask; raises ModuleNotFoundError without distributed, OSError when the
+    scheduler cannot be reached."""
+    # distributed is partly typed (untyped constructors): used through Any, checked by the tests
+    dd: Any = importlib.import_module("distributed")
+    Client, LocalCluster, as_completed = dd.Client, dd.LocalCluster, dd.as_completed
+    total = len(items)
+    results: dict[str, Record] = {}
+    work = batches(items, files_per_task)
+    token = uuid.uuid4().hex[:12]
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                               processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+        client = Client(cluster)
+    else:
+        cluster = None
+        client = Client(scheduler, timeout="20s")
+    try:
+        futures = [client.submit(audit_batch, b, profile, key=f"tailguard-audit-{token}-{i}", pure=False)
+                   for i, b in enumerate(work)]
+        batch_of = {f.key: b for f, b in zip(futures, work, strict=True)}
+        for fut in as_completed(futures):
+            try:
+                recs: list[Record] = fut.result()
+            except Exception as exc:  # KilledWorker after repeated deaths, or a lost scheduler
+                recs = [error_record(it.source, f"{it.source}:0: file: its Dask task failed "
+                                                f"({type(exc).__name__}: {exc}); not judged")
+                        for it in batch_of[fut.key]]
+            for r in recs:
+                results.setdefault(r["source"], r)
+            progress(len(results), total)
+            fut.release()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return Run(_sorted(results))

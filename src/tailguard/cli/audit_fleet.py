@@ -141,6 +141,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             done = engines.run_serial(items, args.profile, report)
         else:
             done = engines.run_local(items, args.profile, workers, per_task, report)
+    except engines.EngineError as exc:
+        return usage(str(exc))
     finally:
         if progress is not None:
             progress.clear()

@@ -37,13 +37,18 @@ from typing import Any
 from tailguard.fleet.record import Record, audit_batch, audit_source, error_record
 from tailguard.fleet.sources import Item
 
-__all__ = ["ENGINES", "Run", "batches", "default_files_per_task", "default_workers", "run_dask",
+__all__ = ["ENGINES", "EngineError", "Run", "batches", "default_files_per_task", "default_workers", "run_dask",
            "run_local", "run_serial"]
 
 ENGINES = ("local", "dask")
 Progress = Callable[[int, int], None]
 DASK_FILES_PER_TASK = 32  # NOTES: one task per file was 5x slower than batches of 32 to 64
 _BROKEN_POOLS_BEFORE_ISOLATION = 2
+_DEATHS_IN_A_ROW = 3
+
+
+class EngineError(RuntimeError):
+    """An engine that cannot go on (not a log's fault): the CLI reports it, exit 2."""
 
 
 def _no_progress(done: int, total: int) -> None:
@@ -93,10 +98,16 @@ def run_serial(items: Sequence[Item], profile: str, progress: Progress = _no_pro
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    # fork is the cheapest start and safe in a single-threaded process (the CLI); with other
-    # threads running (a test process that ran Dask, an embedding application) spawn.
-    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+    # fork is the cheapest start and safe in a single-threaded process (the CLI). With other
+    # threads running (a Dask client, an embedding application) forking is not safe: the
+    # forkserver (started once per process, the audit preloaded) forks clean workers instead.
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["tailguard.fleet.record"])
+        return ctx
     return multiprocessing.get_context("spawn")
 
 
@@ -138,6 +149,7 @@ def _isolate(items: list[Item], profile: str, ctx: multiprocessing.context.BaseC
              take: Callable[[list[Record]], None], run: Run) -> None:
     """One session at a time in a one-worker pool: a death is that session's (after two tries)."""
     deaths: dict[str, int] = {}
+    condemned = 0  # sessions in a row whose worker died twice: the workers, not the logs
     pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
     try:
         queue = list(items)
@@ -147,11 +159,16 @@ def _isolate(items: list[Item], profile: str, ctx: multiprocessing.context.BaseC
                 take(pool.submit(audit_batch, [item], profile).result())
                 queue.pop(0)
                 run.isolated += 1
+                condemned = 0
             except BrokenProcessPool:
                 pool.shutdown(wait=True)
                 pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
                 deaths[item.source] = deaths.get(item.source, 0) + 1
                 if deaths[item.source] >= 2:
+                    condemned += 1
+                    if condemned >= _DEATHS_IN_A_ROW:
+                        raise EngineError(f"the local pool's worker processes keep dying ({condemned} "
+                                          "sessions in a row, each twice); stopped") from None
                     queue.pop(0)
                     take([error_record(item.source, f"{item.source}:0: file: the worker process auditing "
                                                     "this log died twice; not judged")])

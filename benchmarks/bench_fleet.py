@@ -1,0 +1,174 @@
+"""Fleet audit throughput: one process, the local process pool and Dask, on one generated fleet.
+
+    python benchmarks/bench_fleet.py [--sessions N] [--lines N] [--workers N]
+                                     [--files-per-task N] [--repeat N] [--quick]
+
+Writes ``--sessions`` synthetic session logs of about ``--lines`` lines each (deterministic,
+seed 0: appends, spilled truncations, compactions, timestamps on every line; one session in
+seven loses a truncated range, so some refusals are explained), then audits the same fleet
+with each engine and prints lines per second and the ratios to one process. Every engine's
+records must be identical (the benchmark fails otherwise). Best of ``--repeat`` runs each,
+alternating so that load drifts hit all alike; Dask's ``LocalCluster`` start is timed apart
+and not counted (a cluster outlives one audit), the local pool's start is counted.
+
+Goal on 2 cores: local >= 1.6x one process, dask >= 1.2x. Figures are only as quiet as the
+machine: the cores may be shared.
+
+:func:`write_fleet` is also the fixture generator of ``tests/test_fleet*.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tailguard.fleet import engines
+from tailguard.fleet.record import Record
+from tailguard.fleet.sources import expand
+
+HEADER = {"event": "session", "unit": "turns", "floor_unit": "turns", "truncator_unit": "turns"}
+
+
+def session_lines(rnd: random.Random, lines: int, *, lossy: bool, logged_refusal: bool) -> list[str]:
+    """One session: appends, truncations (spilled first unless ``lossy`` drops one), compactions."""
+    floor = rnd.randint(2, 8)
+    clock = 1_700_000_000.0 + rnd.random() * 1e6
+    out = [json.dumps({**HEADER, "recovery_floor_span": floor, "session_id": f"s{rnd.getrandbits(32):08x}"})]
+    n = verbatim = 0
+    lost = False
+
+    def emit(obj: dict[str, Any]) -> None:
+        nonlocal clock
+        clock += rnd.random() * 3
+        obj["ts"] = round(clock, 3)
+        out.append(json.dumps(obj))
+
+    while len(out) < lines:
+        r = rnd.random()
+        if r < 0.75 or n - verbatim < floor + 6:
+            k = rnd.randint(1, 3)
+            emit({"event": "append", "count": k})
+            n += k
+        elif r < 0.97:
+            lo, hi = verbatim, verbatim + rnd.randint(1, 3)
+            if lossy and not lost and rnd.random() < 0.3:
+                lost = True  # truncated, never spilled: the next compaction has a hole
+            else:
+                emit({"event": "spill", "range": [lo, hi], "handle": f"sha256:{rnd.getrandbits(256):064x}"})
+            emit({"event": "truncate", "range": [lo, hi]})
+            verbatim = hi
+        else:
+            t = n - floor
+            if logged_refusal and rnd.random() < 0.1:
+                emit({"event": "refusal", "summary_input": [verbatim, n], "summary_covers": [verbatim, t + 1],
+                      "tail_start": t, "failed": ["seam_contiguous"], "holes": []})
+            emit({"event": "compact", "summary_input": [verbatim, n], "summary_covers": [verbatim, t],
+                  "tail_start": t})
+            verbatim = t
+    return out
+
+
+def write_fleet(root: Path, sessions: int, lines: int, *, seed: int = 0, malformed: bool = True,
+                nested: bool = True) -> list[Path]:
+    """``sessions`` logs under ``root`` (some in subdirectories when ``nested``); returns them.
+
+    Every seventh session loses a range (refusals), every fifth logs guard refusals, and with
+    ``malformed`` the session at index 3 has a broken line at line 5 (not valid JSON).
+    """
+    rnd = random.Random(seed)
+    paths = []
+    for i in range(sessions):
+        sub = root / f"day{i % 3}" if nested else root
+        sub.mkdir(parents=True, exist_ok=True)
+        path = sub / f"session-{i:05d}.jsonl"
+        body = session_lines(rnd, lines, lossy=i % 7 == 6, logged_refusal=i % 5 == 4)
+        if malformed and i == 3:
+            body[4] = body[4][:-5]  # cut inside the object
+        path.write_text("\n".join(body) + "\n")
+        paths.append(path)
+    return paths
+
+
+def _time(fn: Any) -> tuple[float, list[Record]]:
+    start = time.perf_counter()
+    records = fn()
+    return time.perf_counter() - start, records
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="bench_fleet.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sessions", type=int, default=400, help="session logs in the fleet (default 400)")
+    p.add_argument("--lines", type=int, default=1000, help="lines per session log (default 1000)")
+    p.add_argument("--workers", type=int, default=engines.default_workers(),
+                   help="local pool and LocalCluster processes (default: the usable cores)")
+    p.add_argument("--files-per-task", type=int, default=None,
+                   help="sessions per task (default: the CLI's defaults per engine)")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each engine, best kept (default 3)")
+    p.add_argument("--quick", action="store_true", help="100 sessions of 500 lines, 1 run each")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sessions, args.lines, args.repeat = 100, 500, 1
+
+    from distributed import Client, LocalCluster
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
+    try:
+        write_fleet(tmp, args.sessions, args.lines, malformed=False)
+        items = expand([str(tmp)])
+        total_lines = sum(Path(it.locator).read_bytes().count(b"\n") for it in items)
+        size = sum(os.path.getsize(it.locator) for it in items)
+        w = args.workers
+        local_fpt = args.files_per_task or engines.default_files_per_task("local", len(items), w)
+        dask_fpt = args.files_per_task or engines.default_files_per_task("dask", len(items), w)
+        print(f"fleet: {len(items):,} sessions, {total_lines:,} lines, {size / 1e6:.0f} MB; "
+              f"{w} workers; files per task: local {local_fpt}, dask {dask_fpt}; cores usable: "
+              f"{engines.default_workers()}; load average {os.getloadavg()[0]:.2f}")
+        start = time.perf_counter()
+        cluster = LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+        client = Client(cluster)
+        print(f"LocalCluster start: {time.perf_counter() - start:.2f} s (not counted below)")
+        address = cluster.scheduler_address
+        runs = {
+            "one process": lambda: engines.run_serial(items, "strict").records,
+            "local": lambda: engines.run_local(items, "strict", w, local_fpt).records,
+            "dask": lambda: engines.run_dask(items, "strict", None, dask_fpt, address).records,
+        }
+        best: dict[str, float] = {}
+        reference: list[Record] | None = None
+        for _ in range(args.repeat):
+            for name, fn in runs.items():
+                t, records = _time(fn)
+                best[name] = min(best.get(name, t), t)
+                if reference is None:
+                    reference = records
+                elif records != reference:
+                    print(f"FAIL: {name} records differ from one process", file=sys.stderr)
+                    return 1
+        client.close()
+        cluster.close()
+        assert reference is not None
+        refused = sum(1 for r in reference if r["refusals"])
+        print(f"sessions with refusals: {refused}; all three engines gave identical records")
+        base = total_lines / best["one process"]
+        for name, t in best.items():
+            rate = total_lines / t
+            print(f"{name:<12}: {rate:>11,.0f} lines/s ({t:.2f} s)  {rate / base:.2f}x one process")
+        print(f"ratios: local {best['one process'] / best['local']:.2f}x (goal >= 1.6), "
+              f"dask {best['one process'] / best['dask']:.2f}x (goal >= 1.2)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -195,7 +195,7 @@ def run_dask(
         client = Client(cluster)
     else:
         cluster = None
-        client = Client(scheduler, timeout="20s")
+        client = Client(scheduler)  # connect timeout: dask config distributed.comm.timeouts.connect
     try:
         futures = [client.submit(audit_batch, b, profile, key=f"tailguard-audit-{token}-{i}", pure=False)
                    for i, b in enumerate(work)]

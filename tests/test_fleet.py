@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -153,9 +154,17 @@ def _kill_one_worker_once(done: int, total: int, state: dict[str, int]) -> None:
     state["total"] = total
 
 
+def slow_batch(items: Sequence[Item], profile: str) -> list[Record]:
+    """audit_batch taking at least 50 ms: the workers are still busy when the test kills one
+    (tiny fixture logs could otherwise all be done before the third result is read)."""
+    time.sleep(0.05)
+    return record.audit_batch(items, profile)
+
+
 def test_a_local_worker_killed_mid_job_loses_and_duplicates_nothing(
-    items: list[Item], serial: list[Record]
+    items: list[Item], serial: list[Record], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(engines, "audit_batch", slow_batch)
     state: dict[str, int] = {}
     run = engines.run_local(items, "strict", 2, 1, lambda d, t: _kill_one_worker_once(d, t, state))
     assert state["killed"] < state["total"]  # the kill happened mid-job

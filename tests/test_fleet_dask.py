@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import pytest
 
 from benchmarks.bench_fleet import write_fleet
 from tailguard.cli.main import main
-from tailguard.fleet import engines, output
+from tailguard.fleet import engines, output, record
 from tailguard.fleet.record import Record
 from tailguard.fleet.sources import Item, expand
 
@@ -93,10 +93,18 @@ def test_dask_equals_one_process_whatever_the_batch_size(
     assert run.records == serial
 
 
+def slow_batch(items: Sequence[Item], profile: str) -> list[Record]:
+    """audit_batch taking at least 100 ms, so the killed worker has a task in flight."""
+    time.sleep(0.1)
+    return record.audit_batch(items, profile)
+
+
 def test_a_dask_worker_killed_mid_job_loses_and_duplicates_nothing(
-    cluster: Any, items: list[Item], serial: list[Record]
+    cluster: Any, items: list[Item], serial: list[Record], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from distributed import Client
+
+    monkeypatch.setattr(engines, "audit_batch", slow_batch)
 
     with Client(cluster) as client:
         pids = client.run(os.getpid)

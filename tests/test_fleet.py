@@ -280,6 +280,9 @@ def test_urls_globs_directories_and_gzip_through_fsspec(fleet: Path, serial: lis
     assert expand([f"file://{logs}/"]) == via_glob == expand([f"file://{logs}"])
     one = logs / "day0" / "session-00000.jsonl"
     assert expand([f"file://{one}"]) == [Item(f"file://{one}", f"file://{one}")]
+    chained = expand([f"simplecache::file://{logs}/day0/*.jsonl"])  # a chain stays on every match
+    assert [it.source for it in chained] == [f"simplecache::{it.source}" for it in via_glob if "/day0/" in it.source]
+    assert {**record.audit_source(chained[0], "strict"), "source": "x"} == {**serial[0], "source": "x"}
     records = engines.run_local(via_glob, "strict", 2, 3).records
     for got, want in zip(records, serial, strict=True):
         stripped = got["source"].removeprefix(f"file://{fleet}/")

@@ -31,7 +31,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tailguard.fleet.record import Record, audit_batch, audit_source, error_record
@@ -62,7 +62,6 @@ class Run:
     records: list[Record]
     restarts: int = 0  # local: pools rebuilt after a worker died
     isolated: int = 0  # local: sessions run one at a time after repeated deaths
-    notes: list[str] = field(default_factory=list)
 
 
 def default_workers() -> int:

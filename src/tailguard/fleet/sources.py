@@ -52,10 +52,6 @@ def has_glob(arg: str) -> bool:
     return not _GLOB_CHARS.isdisjoint(arg)
 
 
-def needs_fsspec(args: Iterable[str]) -> bool:
-    return any(is_url(a) for a in args)
-
-
 def fsspec_module() -> Any:
     """Import fsspec, or raise ModuleNotFoundError naming it (the CLI names the extra)."""
     import fsspec

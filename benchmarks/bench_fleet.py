@@ -128,7 +128,7 @@ def main(argv: list[str]) -> int:
         size = sum(os.path.getsize(it.locator) for it in items)
         w = args.workers
         local_fpt = args.files_per_task or engines.default_files_per_task("local", len(items), w)
-        dask_fpt = args.files_per_task or engines.default_files_per_task("dask", len(items), w)
+        dask_fpt = args.files_per_task or engines.default_files_per_task("dask", len(items), w)  # w threads
         print(f"fleet: {len(items):,} sessions, {total_lines:,} lines, {size / 1e6:.0f} MB; "
               f"{w} workers; files per task: local {local_fpt}, dask {dask_fpt}; cores usable: "
               f"{engines.default_workers()}; load average {os.getloadavg()[0]:.2f}")

@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (implies --engine dask)")
     g.add_argument("--files-per-task", type=int, metavar="N", default=None,
-                   help="sessions per task (default: 32 on dask; local: about 8 batches per worker)")
+                   help="sessions per task (default: about 8 tasks per local worker, 4 per Dask "
+                        "worker thread, at most 32)")
     g.add_argument("--out", metavar="PATH", default=None,
                    help="per-session records: a JSONL file, a directory (results.jsonl in it) "
                         "or a .parquet file (pyarrow)")
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return usage(str(exc))
 
     workers = args.workers or engines.default_workers()
-    per_task = args.files_per_task or engines.default_files_per_task(engine, len(items), workers)
+    per_task: int | None = args.files_per_task
     progress = _Progress(stderr) if stderr.isatty() else None
     report = progress if progress is not None else (lambda done, total: None)
     try:
@@ -140,6 +141,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         elif workers == 1 or len(items) == 1:
             done = engines.run_serial(items, args.profile, report)
         else:
+            per_task = per_task or engines.default_files_per_task("local", len(items), workers)
             done = engines.run_local(items, args.profile, workers, per_task, report)
     except engines.EngineError as exc:
         return usage(str(exc))

@@ -42,7 +42,7 @@ __all__ = ["ENGINES", "EngineError", "Run", "batches", "default_files_per_task",
 
 ENGINES = ("local", "dask")
 Progress = Callable[[int, int], None]
-DASK_FILES_PER_TASK = 32  # NOTES: one task per file was 5x slower than batches of 32 to 64
+MAX_FILES_PER_TASK = 32
 _BROKEN_POOLS_BEFORE_ISOLATION = 2
 _DEATHS_IN_A_ROW = 3
 
@@ -72,12 +72,12 @@ def default_workers() -> int:
 
 
 def default_files_per_task(engine: str, sessions: int, workers: int) -> int:
-    """Dask: 32 (per-task overhead dominates below that). Local: small enough that every
-    worker gets about eight batches (load balance, and little lost when a worker dies), at
-    most 32."""
-    if engine == "dask":
-        return DASK_FILES_PER_TASK
-    return max(1, min(32, sessions // (8 * max(1, workers))))
+    """Sessions per task when ``--files-per-task`` is not given: enough tasks that every worker
+    gets several (load balance; little to redo when a worker dies), at most 32 a task (Dask's
+    per-task overhead: one task per file was 5x slower than batches of 32 to 64). Local: about
+    eight batches per worker; Dask (``workers``: the cluster's threads): about four."""
+    per_worker = 4 if engine == "dask" else 8
+    return max(1, min(MAX_FILES_PER_TASK, sessions // (per_worker * max(1, workers))))
 
 
 def batches(items: Sequence[Item], size: int) -> list[list[Item]]:
@@ -176,7 +176,7 @@ def _isolate(items: list[Item], profile: str, ctx: multiprocessing.context.BaseC
 
 
 def run_dask(
-    items: Sequence[Item], profile: str, workers: int | None, files_per_task: int,
+    items: Sequence[Item], profile: str, workers: int | None, files_per_task: int | None,
     scheduler: str | None, progress: Progress = _no_progress,
 ) -> Run:
     """Audit on Dask; raises ModuleNotFoundError without distributed, OSError when the
@@ -186,7 +186,6 @@ def run_dask(
     Client, LocalCluster, as_completed = dd.Client, dd.LocalCluster, dd.as_completed
     total = len(items)
     results: dict[str, Record] = {}
-    work = batches(items, files_per_task)
     token = uuid.uuid4().hex[:12]
     if scheduler is None:
         cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
@@ -196,6 +195,10 @@ def run_dask(
         cluster = None
         client = Client(scheduler)  # connect timeout: dask config distributed.comm.timeouts.connect
     try:
+        if files_per_task is None:
+            threads = sum(client.nthreads().values()) or 1
+            files_per_task = default_files_per_task("dask", total, threads)
+        work = batches(items, files_per_task)
         futures = [client.submit(audit_batch, b, profile, key=f"tailguard-audit-{token}-{i}", pure=False)
                    for i, b in enumerate(work)]
         batch_of = {f.key: b for f, b in zip(futures, work, strict=True)}

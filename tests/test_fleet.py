@@ -387,3 +387,11 @@ def test_summary_json_shape(serial: list[Record]) -> None:
                          "profile", "worst", "errors", "results"]
     assert doc["sessions"] == doc["clean"] + doc["with_refusals"] + doc["unreadable"]
     assert sources.LOG_SUFFIXES == (".jsonl", ".jsonl.gz")
+
+
+def test_out_may_be_a_url(fleet: Path, serial: list[Record], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(fleet)
+    url = f"file://{tmp_path}/r.jsonl"
+    code, out, _ = audit("--out", url, "logs")
+    assert code == 2 and out.endswith(f"results: {url}\n")
+    assert (tmp_path / "r.jsonl").read_text() == output.jsonl(serial)

@@ -8,8 +8,10 @@ seed 0: appends, spilled truncations, compactions, timestamps on every line; one
 seven loses a truncated range, so some refusals are explained), then audits the same fleet
 with each engine and prints lines per second and the ratios to one process. Every engine's
 records must be identical (the benchmark fails otherwise). Best of ``--repeat`` runs each,
-alternating so that load drifts hit all alike; Dask's ``LocalCluster`` start is timed apart
-and not counted (a cluster outlives one audit), the local pool's start is counted.
+each engine alternating with one process so that load drifts hit both alike (local first,
+while the process has one thread, so that its pool forks as the CLI's does); Dask's
+``LocalCluster`` start is timed apart and not counted (a cluster outlives one audit), the
+local pool's start is counted.
 
 Each line also gives the CPU seconds that the whole process tree spent (psutil: this process,
 pool workers once reaped, the forkserver, Dask's workers) and how many cores the run obtained
@@ -157,32 +159,42 @@ def main(argv: list[str]) -> int:
         print(f"fleet: {len(items):,} sessions, {total_lines:,} lines, {size / 1e6:.0f} MB; "
               f"{w} workers; files per task: local {local_fpt}, dask {dask_fpt}; cores usable: "
               f"{engines.default_workers()}; load average {os.getloadavg()[0]:.2f}")
+        best: dict[str, float] = {}
+        cpu: dict[str, float] = {}
+        reference: list[Record] | None = None
+
+        def measure(runs: dict[str, Any]) -> bool:
+            nonlocal reference
+            for _ in range(args.repeat):
+                for name, fn in runs.items():
+                    t, c, records = _time(fn)
+                    if t < best.get(name, float("inf")):
+                        best[name], cpu[name] = t, c
+                    if reference is None:
+                        reference = records
+                    elif records != reference:
+                        print(f"FAIL: {name} records differ from one process", file=sys.stderr)
+                        return False
+            return True
+
+        serial = ("one process", lambda: engines.run_serial(items, "strict").records)
+        # local first, while this process has one thread: its pool forks as the CLI's does
+        # (a Dask client leaves threads behind, after which the pool uses the forkserver)
+        local = ("local", lambda: engines.run_local(items, "strict", w, local_fpt).records)
+        if not measure(dict([serial, local])):
+            return 1
         start = time.perf_counter()
         cluster = LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=logging.ERROR)
         client = Client(cluster)
         print(f"LocalCluster start: {time.perf_counter() - start:.2f} s (not counted below)")
         address = cluster.scheduler_address
-        runs = {
-            "one process": lambda: engines.run_serial(items, "strict").records,
-            "local": lambda: engines.run_local(items, "strict", w, local_fpt).records,
-            "dask": lambda: engines.run_dask(items, "strict", None, dask_fpt, address).records,
-        }
-        best: dict[str, float] = {}
-        cpu: dict[str, float] = {}
-        reference: list[Record] | None = None
-        for _ in range(args.repeat):
-            for name, fn in runs.items():
-                t, c, records = _time(fn)
-                if t < best.get(name, float("inf")):
-                    best[name], cpu[name] = t, c
-                if reference is None:
-                    reference = records
-                elif records != reference:
-                    print(f"FAIL: {name} records differ from one process", file=sys.stderr)
-                    return 1
+        dask = ("dask", lambda: engines.run_dask(items, "strict", None, dask_fpt, address).records)
+        ok = measure(dict([serial, dask]))
         client.close()
         cluster.close()
+        if not ok:
+            return 1
         assert reference is not None
         refused = sum(1 for r in reference if r["refusals"])
         print(f"sessions with refusals: {refused}; all three engines gave identical records")

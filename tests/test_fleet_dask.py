@@ -196,3 +196,11 @@ def test_a_separately_started_scheduler_and_worker(
             assert out.read_text() == output.jsonl(serial)
             local = audit("--workers", "2", "logs")
             assert _strip_results(text) == _strip_results(local[1])
+
+
+def test_workers_of_another_tailguard_version_are_refused() -> None:
+    assert engines.version_problem({"tcp://a:1": "0.1.0", "tcp://b:1": "0.1.0"}, "0.1.0") is None
+    assert engines.version_problem({}, "0.1.0") is None  # an adaptive cluster with no worker yet
+    assert engines.version_problem({"tcp://a:1": "0.1.0", "tcp://b:1": "0.0.9", "tcp://c:1": "0.2.0"}, "0.1.0") == (
+        "Dask worker tcp://b:1 and 1 more runs tailguard 0.0.9, this client 0.1.0; install the same version in "
+        "the worker image")

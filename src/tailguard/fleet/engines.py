@@ -38,7 +38,7 @@ from tailguard.fleet.record import Record, audit_batch, audit_source, error_reco
 from tailguard.fleet.sources import Item
 
 __all__ = ["ENGINES", "EngineError", "Run", "batches", "default_files_per_task", "default_workers", "run_dask",
-           "run_local", "run_serial"]
+           "run_local", "run_serial", "version_problem", "worker_version"]
 
 ENGINES = ("local", "dask")
 Progress = Callable[[int, int], None]
@@ -175,6 +175,26 @@ def _isolate(items: list[Item], profile: str, ctx: multiprocessing.context.BaseC
         pool.shutdown(wait=True)
 
 
+def worker_version() -> str:
+    """The tailguard version where this runs (called on every Dask worker before the audit)."""
+    from tailguard import __version__
+
+    return __version__
+
+
+def version_problem(versions: dict[str, str], mine: str) -> str | None:
+    """Why the workers must not audit for this client: none, or a tailguard of another version
+    (its verdicts could differ from the local engine's). No workers yet (an adaptive cluster
+    scales up once tasks arrive) is no problem; workers that join later are not checked."""
+    other = sorted({(v, a) for a, v in versions.items() if v != mine})
+    if other:
+        v, a = other[0]
+        more = f" and {len(other) - 1} more" if len(other) > 1 else ""
+        return (f"Dask worker {a}{more} runs tailguard {v}, this client {mine}; install the same "
+                "version in the worker image")
+    return None
+
+
 def run_dask(
     items: Sequence[Item], profile: str, workers: int | None, files_per_task: int | None,
     scheduler: str | None, progress: Progress = _no_progress,
@@ -195,6 +215,14 @@ def run_dask(
         cluster = None
         client = Client(scheduler)  # connect timeout: dask config distributed.comm.timeouts.connect
     try:
+        try:
+            versions = client.run(worker_version)
+        except Exception as exc:  # the workers cannot even unpickle a tailguard function
+            raise EngineError(f"the Dask workers cannot run the audit ({type(exc).__name__}: {exc}); "
+                              "the worker image needs tailguard installed (docs/fleet.md)") from None
+        problem = version_problem(versions, worker_version())
+        if problem is not None:
+            raise EngineError(problem)
         if files_per_task is None:
             threads = sum(client.nthreads().values()) or 1
             files_per_task = default_files_per_task("dask", total, threads)

@@ -127,8 +127,10 @@ def run_local(
 
     while pending and run.restarts < _BROKEN_POOLS_BEFORE_ISOLATION:
         with cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=ctx) as pool:
-            futures = {pool.submit(audit_batch, b, profile): i for i, b in pending.items()}
-            try:
+            futures: dict[cf.Future[list[Record]], int] = {}
+            try:  # submit raises too once a worker has died
+                for i, b in pending.items():
+                    futures[pool.submit(audit_batch, b, profile)] = i
                 for fut in cf.as_completed(futures):
                     take(fut.result())
                     del pending[futures[fut]]

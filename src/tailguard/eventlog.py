@@ -17,8 +17,9 @@ object per line; line 1 is the session header, every later line one event:
   that was not committed; counted, never coverage)
 
 Extra keys are ignored. Blank lines are skipped. Offsets are JSON integers of any size;
-integers that are inconsistent (negative, reversed, past the history end) are not input
-errors: the strict profile refuses them with ``well_formed``. Anything else unusable raises
+offsets that are inconsistent (negative, reversed, past the history end) are not input
+errors: the strict profile refuses them with ``well_formed``. A negative ``count`` is an input
+error (SPEC.md 9.4): it would hand out offsets again. Anything else unusable raises
 :class:`EventLogError` naming the line and the field.
 
 Standard library only: this module is on the runtime path.
@@ -213,6 +214,8 @@ def _parse(obj: object, line: int, first: bool) -> Event:
         count = obj.get("count", 1)
         if type(count) is not int:
             raise _Bad("count", f"expected an integer, got {_describe(count)}")
+        if count < 0:  # offsets are permanent: a negative count would hand them out again
+            raise _Bad("count", f"expected a count >= 0, got {count}")
         return Append(line, count)
     if kind == "truncate":
         lo, hi = _pair(obj, "range")
@@ -290,7 +293,7 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
             raise EventLogError(source, lineno, "line", "JSON nested too deeply") from None
         if not first and type(obj) is dict and obj.get("event") == "append":
             count = obj.get("count", 1)
-            if type(count) is int:  # the common line, checked inline
+            if type(count) is int and count >= 0:  # the common line, checked inline
                 yield Append(lineno, count)
                 continue
         try:

@@ -24,7 +24,7 @@ Standard library only: this module imports neither crosshair nor z3.
 
 from __future__ import annotations
 
-from tailguard._generated.checker import Decision, check
+from tailguard._generated.checker import MAX_INT_DIGITS, MAX_INTERVALS, Decision, check
 from tailguard.reference import reference_seed, reference_strict
 
 Pair = tuple[int, int]
@@ -52,6 +52,19 @@ def _wf(n: int, t: int, a: int, b: int, c: int, d: int, F: int, fu: str, tu: str
             and all(_ok_pair(lo, hi, n) for lo, hi in PC)
             and all(_ok_pair(lo, hi, n) for lo, hi in SP)
             and fu in UNITS and tu in UNITS)
+
+
+_BOUND = 10**MAX_INT_DIGITS
+
+
+def _readable(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
+              TR: Pairs, PC: Pairs, SP: Pairs) -> bool:
+    """Within the documented limits, so that ``check`` reads the case instead of raising
+    ``CaseError``: integers of at most ``MAX_INT_DIGITS`` digits, at most ``MAX_INTERVALS``
+    intervals."""
+    return (all(-_BOUND < x < _BOUND for x in (n, t, a, b, c, d, F))
+            and all(-_BOUND < lo < _BOUND and -_BOUND < hi < _BOUND for lo, hi in (*TR, *PC, *SP))
+            and len(TR) + len(PC) + len(SP) <= MAX_INTERVALS)
 
 
 def _meets(lo: int, hi: int, TR: Pairs) -> bool:
@@ -166,6 +179,7 @@ def checker_strict_gate(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
                         TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
     """Strict on any integers: ``well_formed`` gates every other clause.
 
+    pre: _readable(n, t, a, b, c, d, F, TR, PC, SP)
     post: ("well_formed" in __return__.failed) == (not _wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP))
     post: ("well_formed" not in __return__.failed) or __return__ == ("refuse", ("well_formed",), ())
     post: (__return__.decision == "allow") == (__return__.failed == ())
@@ -179,6 +193,7 @@ def checker_strict_clauses(n: int, t: int, a: int, b: int, c: int, d: int, F: in
                            TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
     """Strict on well-formed cases: each clause against its endpoint definition.
 
+    pre: _readable(n, t, a, b, c, d, F, TR, PC, SP)
     pre: _wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)
     post: ("units_agree" in __return__.failed) == (floor_unit != truncator_unit)
     post: ("floor_in_input" in __return__.failed) == (max(0, n - F) < n and not (a <= max(0, n - F) and n <= b))
@@ -201,6 +216,7 @@ def checker_partitioned_clauses(n: int, t: int, a: int, b: int, c: int, d: int, 
                                 TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
     """Partitioned: strict without floor_in_input, the same gate, clauses and holes.
 
+    pre: _readable(n, t, a, b, c, d, F, TR, PC, SP)
     post: ("well_formed" in __return__.failed) == (not _wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP))
     post: "floor_in_input" not in __return__.failed
     post: (__return__.decision == "allow") == (__return__.failed == ())
@@ -219,6 +235,7 @@ def checker_strict_holes(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
                          TR: Pairs, PC: Pairs, SP: Pairs) -> tuple[Pair, ...]:
     """Strict holes on well-formed cases: exactly the maximal uncovered runs of [0, n).
 
+    pre: _readable(n, t, a, b, c, d, F, TR, PC, SP)
     pre: _wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)
     post: _shaped(__return__, n)
     post: _ends_uncovered(__return__, n, t, a, b, c, d, TR, PC, SP)
@@ -235,6 +252,7 @@ def checker_seed(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
                  TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
     """Seed on any integers: the first failing check of brief section 2, never holes.
 
+    pre: _readable(n, t, a, b, c, d, F, TR, PC, SP)
     post: __return__.holes == ()
     post: (__return__.failed == ("units_agree",)) == (floor_unit != truncator_unit)
     post: (__return__.failed == ("floor_reach",)) == (floor_unit == truncator_unit and a > t - F)

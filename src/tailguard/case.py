@@ -58,6 +58,12 @@ def load_case_file(path: str) -> dict[str, Any]:
         raise InputError(source, "is a directory, not a case file") from None
     except OSError as exc:
         raise InputError(source, exc.strerror or str(exc)) from None
+    return case_from_bytes(raw, source)
+
+
+def case_from_bytes(raw: bytes, source: str) -> dict[str, Any]:
+    """The typed case fields of a case file's bytes; :class:`InputError` names where and why."""
+    limit = jsonstrict.MAX_CASE_BYTES
     if len(raw) > limit:
         raise InputError(source, f"a case file over the limit of {limit:,} bytes")
     try:

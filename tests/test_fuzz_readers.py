@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tailguard._generated.checker import FIELDS, check, explain
@@ -154,6 +154,7 @@ def test_event_log_reader(raw: bytes) -> None:
 
 @FUZZ
 @given(inputs(POLICY_SEED, ["name", "turn_tokens", "floor", "floor_unit", "stage", "kind", "limit"]))
+@example(b'[""]')  # found by this fuzzer: an empty table name was reported as key ""
 def test_policy_reader(raw: bytes) -> None:
     try:
         text = raw.decode("utf-8")

@@ -329,7 +329,8 @@ def iter_events(
             raise EventLogError(source, lineno, "line", reason)
         try:
             text = raw.decode() if isinstance(raw, bytes) else raw
-            if len(text) > 100:
+            if len(text) > _PRECHECK_FROM and (
+                    text.count("[") + text.count("{") > _MAX_DEPTH or len(text) > _MAX_DIGITS):
                 jsonstrict.precheck(text)  # integer length and depth, before decoding
             try:
                 obj, end = scan(text, 0)
@@ -387,6 +388,8 @@ def _json_reason(exc: ValueError) -> str:
 
 
 _SCAN: Callable[[str, int], tuple[Any, int]] = jsonstrict.scanner()
+_MAX_DEPTH, _MAX_DIGITS = jsonstrict.MAX_DEPTH, jsonstrict.MAX_INT_DIGITS
+_PRECHECK_FROM = min(2 * _MAX_DEPTH, _MAX_DIGITS)  # a shorter line is within both limits
 _TRAILERS = frozenset(("\n", "\r\n", "\r", " \n", " "))  # json.loads' whitespace
 
 

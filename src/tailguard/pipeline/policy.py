@@ -6,6 +6,7 @@ anything but :class:`PolicyError`, whose ``str`` is ``FILE:LINE: key: reason``.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -168,7 +169,8 @@ class _Reader:
     def unknown(self, table: dict[str, Any], allowed: set[str], path: str) -> None:
         for key in table:
             if key not in allowed:
-                raise self.fail(f"{path}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+                shown = key if re.fullmatch(r"[A-Za-z0-9_\-]+", key) else json.dumps(key)  # "" is a key too
+                raise self.fail(f"{path}{shown}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
 def _stage(r: _Reader, raw: Any, index: int) -> Stage:

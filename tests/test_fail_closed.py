@@ -421,6 +421,10 @@ def test_a_non_utf8_file_name_in_text_audit(tmp_path: Path) -> None:
     proc = subprocess.run([PY, "-m", "tailguard", "audit", os.fsencode(path)], capture_output=True, timeout=120)
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr
     assert b"t\\xff.jsonl:5: compaction refused (no_hole)" in proc.stdout
+    case = tmp_path / os.fsdecode(b"c\xff.json")
+    case.write_text(json.dumps(_case_json()))
+    proc = subprocess.run([PY, "-m", "tailguard", "check", os.fsencode(case)], capture_output=True, timeout=120)
+    assert proc.returncode == 1 and b"c\\xff.json: refuse (profile strict)" in proc.stdout
 
 
 @pytest.mark.parametrize(("body", "message"), [

@@ -20,12 +20,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, Protocol, TextIO
 
 from tailguard._generated.checker import PROFILES
 from tailguard.audit_report import TextReport
-from tailguard.eventlog import EventLogError, Refusal, Session, iter_events
+from tailguard.case import display_name
+from tailguard.cli import audit_fleet
+from tailguard.eventlog import EventLogError, Refusal, Session, bounded_lines, iter_events
 from tailguard.ledger import Verdict, replay
 
 PROG = "tailguard audit"
@@ -45,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default); json: one object with every compaction's full hole list")
     parser.add_argument("--summary", action="store_true",
                         help="counts only: compactions judged, refused, refusals logged")
+    parser.add_argument("--strict-tail", action="store_true",
+                        help="a torn last line (no line end, not valid JSON: a writer killed mid-line) is "
+                             "an input error (exit 2); by default it is a warning and the lines before it "
+                             "are judged")
+    audit_fleet.add_arguments(parser)  # more paths, globs, URLs, engines: docs/fleet.md
 
 
 def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
@@ -52,7 +59,7 @@ def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
     last = time.monotonic()
     count = 0
     drawn = False
-    for count, raw in enumerate(lines, 1):
+    for count, raw in enumerate(bounded_lines(lines), 1):
         if not count % _PROGRESS_EVERY:
             now = time.monotonic()
             if now - last >= 1.0:
@@ -73,12 +80,14 @@ class _Out(Protocol):
 
 
 def _audit(
-    lines: Iterable[bytes], where: str, profile: str, fmt: str, out: _Out, summary: bool = False
+    lines: Iterable[bytes], where: str, profile: str, fmt: str, out: _Out,
+    on_torn: Callable[[int, str], None] | None = None, summary: bool = False,
 ) -> tuple[int, int]:
     """Write the report to ``out``; return (compactions, violations)."""
     explain = fmt == "text" and not summary
     report = TextReport(where, out) if explain else None
-    results = replay(iter_events(lines, where), profile=profile, explain=explain, source=where,
+    events = iter_events(lines, where, on_torn=on_torn)
+    results = replay(events, profile=profile, explain=explain, source=where,
                      narrow=None if report is None else report.narrow)
     header = next(results)
     assert isinstance(header, Session)
@@ -116,11 +125,20 @@ def _audit(
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if audit_fleet.wanted(args):
+        return audit_fleet.run(args, stdout, stderr)
     if args.profile not in PROFILES:
         print(f"{PROG}: --profile: unknown profile {args.profile!r}; "
               f"choose one of {', '.join(PROFILES)}", file=stderr)
         return 2
-    where = "<stdin>" if args.trace == "-" else args.trace
+    where = "<stdin>" if args.trace == "-" else display_name(args.trace)
+    torn: list[tuple[int, str]] = []
+
+    def on_torn(line: int, reason: str) -> None:
+        if args.strict_tail:
+            raise EventLogError(where, line, "line", f"torn last line (no line end; {reason}); "
+                                "without --strict-tail the lines before it are judged")
+        torn.append((line, reason))
     with contextlib.ExitStack() as stack:
         try:
             stream: BinaryIO = (
@@ -130,7 +148,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         except OSError as exc:
             print(f"{PROG}: cannot read {where}: {exc.strerror or exc}", file=stderr)
             return 2
-        lines: Iterable[bytes] = stream
+        lines: Iterable[bytes] = bounded_lines(stream)
         if stderr.isatty():
             try:
                 total = os.fstat(stream.fileno()).st_size
@@ -138,16 +156,20 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 total = 0
             lines = _progress(stream, total, stderr)
         spool = stack.enter_context(
-            tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8")
+            tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8",
+                                          errors="backslashreplace")  # lone surrogates of JSON ids
         )
         try:
-            _, violations = _audit(lines, where, args.profile, args.format, spool, args.summary)
+            _, violations = _audit(lines, where, args.profile, args.format, spool, on_torn, args.summary)
         except EventLogError as exc:
             print(exc, file=stderr)
             return 2
         except OSError as exc:
             print(f"{PROG}: cannot read {where}: {exc.strerror or exc}", file=stderr)
             return 2
+        for line, reason in torn:
+            print(f"{where}:{line}: warning: torn last line ignored (no line end; {reason}); "
+                  f"judged lines 1 to {line - 1} (--strict-tail makes this an error)", file=stderr)
         spool.seek(0)
         shutil.copyfileobj(spool, stdout)
     return 1 if violations else 0

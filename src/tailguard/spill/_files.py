@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from tailguard import jsonstrict
+from tailguard.jsonstrict import MAX_RECORD_BYTES
 from tailguard.spill import _fsutil
 from tailguard.spill._interface import (
     HANDLE_SCHEME,
@@ -74,9 +76,11 @@ def encode_record(record: SpillRecord) -> bytes:
 
 def decode_record(raw: bytes) -> SpillRecord:
     """Parse and validate a record file's bytes; ``ValueError`` names what is wrong."""
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ValueError(f"a record of {len(raw):,} bytes is over the limit of {MAX_RECORD_BYTES:,}")
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = jsonstrict.loads(raw.decode("utf-8"))  # duplicate keys, depth and digits included
+    except (UnicodeDecodeError, jsonstrict.JSONInputError) as exc:
         raise ValueError(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or set(doc) != _RECORD_KEYS:
         raise ValueError("not a record object with the expected fields")

@@ -32,6 +32,13 @@ export interface Fields {
   spills: Interval[];
 }
 
+/** What check() takes: the interval lists may be any iterable of pairs, read once, and default to []. */
+export type CheckFields = Omit<Fields, "prior_truncations" | "prior_coverage" | "spills"> & {
+  prior_truncations?: Iterable<Interval>;
+  prior_coverage?: Iterable<Interval>;
+  spills?: Iterable<Interval>;
+};
+
 /** The answer for one case: allow iff no clause failed; holes are maximal unrecoverable ranges. */
 export interface Decision {
   decision: "allow" | "refuse";
@@ -49,6 +56,8 @@ export declare const CLAUSES: {
   readonly partitioned: readonly ClauseId[];
 };
 export declare const FIELDS: readonly (keyof Fields)[];
+/** Intervals in one case, all three lists together; more is a CaseError. */
+export declare const MAX_INTERVALS: 100000;
 
 /** Unusable input: `field` names where, `reason` says what is wrong; message is `field: reason`. */
 export declare class CaseError extends Error {
@@ -58,8 +67,8 @@ export declare class CaseError extends Error {
   readonly reason: string;
 }
 
-/** Decide one compaction; fields must already be typed (see readCase). Unknown profile: CaseError. */
-export declare function check(profile: Profile, fields: Fields): Decision;
+/** Decide one compaction; every field is read first, anything unusable throws CaseError naming it. */
+export declare function check(profile: Profile, fields: CheckFields): Decision;
 /** Check the type of every case field; throw CaseError naming the first bad one. Extra keys are ignored. */
 export declare function readCase(caseObject: unknown): Fields;
 /** Read and decide one case given in the tailguard check JSON format (profile defaults to strict). */

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from tailguard.jsonstrict import MAX_INTERVALS
 from tailguard.speclang.load import Spec
 
 GENERATOR = "tailguard.backends.dts_render"
@@ -34,6 +35,7 @@ def render_dts(spec: Spec) -> str:
             raise ValueError(f"input {inp.field}: no TypeScript type for spec type {inp.type!r}")
         doc = " ".join(inp.doc.split())
         fields += [f"  /** {doc} */" if doc else "", f"  {inp.field}: {ts};"]
+    lists = [inp.field for inp in spec.inputs if str(inp.type) == "intervals"]
     clauses = "\n".join(
         f"  readonly {p.id}: readonly ClauseId[];" for p in spec.profiles
     )
@@ -54,6 +56,11 @@ def render_dts(spec: Spec) -> str:
         *[line for line in fields if line],
         "}",
         "",
+        "/** What check() takes: the interval lists may be any iterable of pairs, read once, and default to []. */",
+        f"export type CheckFields = Omit<Fields, {_union(lists)}> & {{",
+        *[f"  {name}?: Iterable<Interval>;" for name in lists],
+        "};",
+        "",
         "/** The answer for one case: allow iff no clause failed; holes are maximal unrecoverable ranges. */",
         "export interface Decision {",
         '  decision: "allow" | "refuse";',
@@ -69,6 +76,8 @@ def render_dts(spec: Spec) -> str:
         clauses,
         "};",
         "export declare const FIELDS: readonly (keyof Fields)[];",
+        "/** Intervals in one case, all three lists together; more is a CaseError. */",
+        f"export declare const MAX_INTERVALS: {MAX_INTERVALS};",
         "",
         "/** Unusable input: `field` names where, `reason` says what is wrong; message is `field: reason`. */",
         "export declare class CaseError extends Error {",
@@ -78,8 +87,8 @@ def render_dts(spec: Spec) -> str:
         "  readonly reason: string;",
         "}",
         "",
-        "/** Decide one compaction; fields must already be typed (see readCase). Unknown profile: CaseError. */",
-        "export declare function check(profile: Profile, fields: Fields): Decision;",
+        "/** Decide one compaction; every field is read first, anything unusable throws CaseError naming it. */",
+        "export declare function check(profile: Profile, fields: CheckFields): Decision;",
         "/** Check the type of every case field; throw CaseError naming the first bad one. Extra keys are ignored. */",
         "export declare function readCase(caseObject: unknown): Fields;",
         "/** Read and decide one case given in the tailguard check JSON format (profile defaults to strict). */",

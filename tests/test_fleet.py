@@ -115,7 +115,14 @@ def test_every_record_equals_auditing_the_file_alone(
     records = engines.run_serial(items, profile).records
     assert [r["source"] for r in records] == sorted(it.source for it in items)
     for r in records:
-        assert _comparable(r) == _alone(r["source"], profile)
+        mine, alone = _comparable(r), _alone(r["source"], profile)
+        # the text audit explains a hole once and later says "still open since line L"; the
+        # record keeps the full sentence at every compaction: those compare by line, clause, ranges
+        for h_rec, h_alone in zip(mine["holes"], alone["holes"], strict=False):
+            if "still open since line" in h_alone["why"]:
+                assert h_rec["why"] and "still open" not in h_rec["why"]
+                h_rec["why"] = h_alone["why"] = ""
+        assert mine == alone
     if profile == "strict":
         assert sum(r["refusals"] for r in records) > 0
 

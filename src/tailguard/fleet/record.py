@@ -10,7 +10,8 @@ A record is a plain JSON-ready dict (key order fixed, so JSONL output is byte-st
 - ``holes``: one entry per failed clause of each refused compaction: ``line`` (the compaction's
   log line), ``clause``, ``ranges`` (the lost offsets ``[lo, hi)`` for ``no_hole``, else empty)
   and ``why``, the single-file text audit's sentence, which names the lines that truncated
-  the offsets or the lost summary that covered them;
+  the offsets or the lost summary that covered them (in full at every compaction, where the
+  text audit says ``still open since line L`` for a hole it already explained);
 - ``error``: null, or why the log is unusable, as ``FILE:LINE: field: reason`` (exactly the
   single-file audit's message; line 0 when the file as a whole could not be read).
 

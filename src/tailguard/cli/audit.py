@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "whose summarizer sees the candidates but not the kept tail)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: a post-mortem of every refused compaction (default); json: one object")
+    parser.add_argument("--html", metavar="REPORT.html",
+                        help="also write the session as one self-contained HTML page (docs/html-report.md)")
 
 
 def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
@@ -121,6 +123,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{PROG}: --profile: unknown profile {args.profile!r}; "
               f"choose one of {', '.join(PROFILES)}", file=stderr)
         return 2
+    if args.html and args.trace == "-":
+        print(f"{PROG}: --html: needs the log as a file (it is read a second time), not stdin", file=stderr)
+        return 2
     where = "<stdin>" if args.trace == "-" else args.trace
     with contextlib.ExitStack() as stack:
         try:
@@ -151,4 +156,11 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             return 2
         spool.seek(0)
         shutil.copyfileobj(spool, stdout)
+    if args.html:
+        from tailguard.report_html import audit_html
+
+        problem = audit_html(args.html, args.trace, args.profile)
+        if problem is not None:
+            print(f"{PROG}: --html: {problem}", file=stderr)
+            return 2
     return 1 if violations else 0

@@ -158,7 +158,8 @@ class Browser:
 
     # -- the one thing the tests need ----------------------------------------------
 
-    def load(self, path: Path, probe: str, *, width: int = 1240, screenshot: bool = True) -> Loaded:
+    def load(self, path: Path, probe: str, *, width: int = 1240, screenshot: bool = True,
+             max_height: int = 0) -> Loaded:
         """Open ``path`` in a fresh tab, evaluate ``probe`` (JS, returned by value), and take a
         full-page screenshot; collect console errors, exceptions, failed loads and requests."""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -179,8 +180,9 @@ class Browser:
         if screenshot:
             metrics = self.send("Page.getLayoutMetrics", session=session)
             size = metrics.get("cssContentSize") or metrics["contentSize"]
-            clip = {"x": 0, "y": 0, "width": max(width, int(size["width"])), "height": int(size["height"]),
-                    "scale": 1}
+            height = int(size["height"])
+            clip = {"x": 0, "y": 0, "width": max(width, int(size["width"])),
+                    "height": min(height, max_height) if max_height else height, "scale": 1}
             shot = self.send("Page.captureScreenshot",
                              {"format": "png", "clip": clip, "captureBeyondViewport": True}, session)
             png = base64.b64decode(shot["data"])

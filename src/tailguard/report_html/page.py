@@ -23,7 +23,8 @@ code{font-family:ui-monospace,monospace;background:#f3f3f3;padding:0 3px}
 .note{color:#555}
 svg.view{display:block;font:12px system-ui,sans-serif}
 svg text{fill:#222}svg .tick{text-anchor:middle;fill:#555;font-size:11px}
-svg .rowlabel{font-weight:600}svg .sub{fill:#555;font-size:11px}svg .sub.bad{fill:#b2182b}
+svg .rowlabel{font-weight:600}svg .lane{fill:#666;font-size:10px}
+svg .sub{fill:#555;font-size:11px}svg .sub.bad{fill:#b2182b}
 svg .sub.good{fill:#1a7a37}svg .lbl{font-size:11.5px}svg .lbl.hole{fill:#b2182b;font-weight:600}
 svg .axis{stroke:#555;stroke-width:1}svg .hend{stroke:#000;stroke-dasharray:2 2}
 svg .limit{stroke-width:1.5;stroke-dasharray:6 3}svg .limit.trigger{stroke:#d95f02}

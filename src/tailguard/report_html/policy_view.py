@@ -157,7 +157,8 @@ def occupancy_svg(policy: Policy, steps: list[Step], unit: str) -> str:
         bad = [f for s in group for f in s.findings]
         cls = "mk occbar" + (" finding" if bad else "")
         parts.append(
-            f'<g class="{cls}" tabindex="0" data-append="{first}" data-peak="{peak}" data-after="{after}">'
+            f'<g class="{cls}" tabindex="0" data-kind="occupancy" data-append="{first}" '
+            f'data-peak="{peak}" data-after="{after}">'
             f"<title>{esc(tip + ('; ' + '; '.join(bad) if bad else ''))}</title>"
             f'<rect class="occ" x="{x + 0.5:.1f}" y="{y(after):.1f}" width="{max(bar_w - 1, 0.8):.1f}" '
             f'height="{top + plot_h - y(after):.1f}"/>'
@@ -181,7 +182,8 @@ def occupancy_svg(policy: Policy, steps: list[Step], unit: str) -> str:
             x = left + k * bar_w
             kind = "trunc" if isinstance(policy.stages[i], Truncate) else "honest"
             tip = f"{describe_stage(policy, i)}: " + "; ".join(did)[:400]
-            parts.append(f'<g class="mk {kind} action" tabindex="0" data-stage="{i}" data-append="{group[0].number}">'
+            parts.append(f'<g class="mk {kind} action" tabindex="0" data-kind="action" data-stage="{i}" '
+                         f'data-append="{group[0].number}">'
                          f'<title>{esc(tip)}</title><rect class="shape" x="{x + 1:.1f}" y="{lane_y}" '
                          f'width="{max(bar_w - 2, 1.5):.1f}" height="11"/>'
                          f'<text class="tip" x="{left:.1f}" y="{top - 4}">{esc(tip[:160])}</text></g>')

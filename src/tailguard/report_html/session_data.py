@@ -38,8 +38,8 @@ __all__ = ["MAX_ROWS", "Cause", "Row", "SessionData", "collect"]
 Pair = tuple[int, int]
 
 _AT_LINE = re.compile(r"at line (\d+)$")
-MAX_ROWS = 40  #: compactions drawn one per row; later ones are folded into aggregate rows
-MAX_LISTED = 60  #: refused compactions and guard refusals listed with their sentences
+MAX_ROWS = 24  #: compactions drawn one per row; later ones are folded into aggregate rows
+MAX_LISTED = 30  #: refused compactions and guard refusals listed with their sentences
 MAX_AGGREGATE = 16  #: aggregate rows at most, after the detailed ones
 
 

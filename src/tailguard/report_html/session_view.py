@@ -23,7 +23,7 @@ Pair = tuple[int, int]
 WIDTH = 1180
 LEFT = 200
 PLOT = 860
-LANES = ((16, "input I"), (27, "coverage C"), (38, "tail T, floor Φ"), (50, "holes"))
+LANES = ((16, "input I"), (29, "coverage C"), (42, "tail T, floor Φ"), (56, "holes"))
 MAX_LABELS = 10  # visible hole/mark labels per row; more marks keep their tips
 
 
@@ -121,32 +121,32 @@ def _compaction_row(g: _Svg, row: Row, unit: str) -> None:
         g.text(8, y + 54, f"summary {row.summary}", "sub")
     tip_y = y + 11
     for dy, name in LANES:
-        g.text(s.left + s.width + 8, y + dy + 8, name, "sub")
+        g.text(s.left + s.width + 8, y + dy + 8, name, "lane")
     a, b = row.summary_input
     c, d = row.summary_covers
     t, n = row.tail_start, row.n
-    g.add(f'<line class="hend" x1="{s.x(n):.1f}" y1="{y + 14}" x2="{s.x(n):.1f}" y2="{y + 60}"/>')
+    g.add(f'<line class="hend" x1="{s.x(n):.1f}" y1="{y + 14}" x2="{s.x(n):.1f}" y2="{y + 68}"/>')
     if a < b:
         g.add(mark("input", s, a, b, y + 16, 8, f"line {row.line}: summarizer input {fmt(a, b)}", tip_y))
     for lo, hi in row.inherited:
-        g.add(mark("inherited", s, lo, hi, y + 27, 8,
+        g.add(mark("inherited", s, lo, hi, y + 29, 8,
                    f"line {row.line}: inherited coverage {fmt(lo, hi)} (earlier summaries seen or kept)", tip_y))
     for lo, hi in row.honest:
-        g.add(mark("honest", s, lo, hi, y + 27, 8,
+        g.add(mark("honest", s, lo, hi, y + 29, 8,
                    f"line {row.line}: honest coverage {fmt(lo, hi)} of claimed {fmt(c, d)}", tip_y))
     if t < n:
-        g.add(mark("tail", s, t, n, y + 38, 8, f"line {row.line}: retained tail {fmt(t, n)}", tip_y))
+        g.add(mark("tail", s, t, n, y + 42, 8, f"line {row.line}: retained tail {fmt(t, n)}", tip_y))
     flo, fhi = row.floor
     if flo < fhi:
-        g.add(mark("floor", s, flo, fhi, y + 36, 12, f"line {row.line}: recovery floor {fmt(flo, fhi)}", tip_y))
-    ly = y + 76
+        g.add(mark("floor", s, flo, fhi, y + 40, 12, f"line {row.line}: recovery floor {fmt(flo, fhi)}", tip_y))
+    ly = y + 82
     bins = bin_ranges(_pairs((h for h, _ in row.holes), row.line), s)
     for k, bn in enumerate(bins):
         if bn.count == 1:
             text, causes = _hole_label((bn.lo, bn.hi), row)
         else:
             text, causes = f"{bn.count} holes within {fmt(bn.lo, bn.hi)} ({bn.covered} {unit}) · no_hole", ""
-        g.add(mark("hole", s, bn.lo, bn.hi, y + 50, 10, f"line {row.line}: {text}", tip_y,
+        g.add(mark("hole", s, bn.lo, bn.hi, y + 56, 10, f"line {row.line}: {text}", tip_y,
                    data=(("line", row.line), ("count", bn.count), ("cause-lines", causes))))
         if k < MAX_LABELS:
             g.add(f'<text class="lbl hole" x="{_label_x(s, bn.lo):.1f}" y="{ly:.1f}" data-kind="hole" '
@@ -156,7 +156,7 @@ def _compaction_row(g: _Svg, row: Row, unit: str) -> None:
         g.text(s.left, ly, f"and {len(bins) - MAX_LABELS:,} more holes: hover or focus them", "sub")
         ly += 14
     g.add("</g>")
-    g.y = max(ly, y + 64) + 6
+    g.y = max(ly, y + 72) + 6
 
 
 def _aggregate_row(g: _Svg, row: Row, unit: str) -> None:
@@ -164,7 +164,7 @@ def _aggregate_row(g: _Svg, row: Row, unit: str) -> None:
     y = g.y
     verdict = f"{row.refused:,} refused" if row.refused else "all allowed"
     for dy, name in LANES:
-        g.text(s.left + s.width + 8, y + dy + 8, name, "sub")
+        g.text(s.left + s.width + 8, y + dy + 8, name, "lane")
     g.add(f'<g class="row aggregate" data-line="{row.line}" data-last-line="{row.last_line}" '
           f'data-count="{row.count}">')
     g.text(8, y + 26, f"lines {row.line}–{row.last_line}", "rowlabel")
@@ -174,14 +174,14 @@ def _aggregate_row(g: _Svg, row: Row, unit: str) -> None:
         g.add(mark("input", s, bn.lo, bn.hi, y + 16, 8,
                    f"lines {row.line}–{row.last_line}: summarizer inputs within {fmt(bn.lo, bn.hi)}", tip_y))
     for bn in bin_ranges(_pairs(row.tails, row.line), s):
-        g.add(mark("tail", s, bn.lo, bn.hi, y + 38, 8,
+        g.add(mark("tail", s, bn.lo, bn.hi, y + 42, 8,
                    f"lines {row.line}–{row.last_line}: retained tails within {fmt(bn.lo, bn.hi)}", tip_y))
-    ly = y + 76
+    ly = y + 82
     bins = bin_ranges(_pairs(row.hole_union, row.line), s)
     for k, bn in enumerate(bins):
         text = (f"holes within {fmt(bn.lo, bn.hi)} ({bn.covered:,} {unit}) · no_hole · judged at lines "
                 f"{row.line}–{row.last_line}")
-        g.add(mark("hole", s, bn.lo, bn.hi, y + 50, 10, text, tip_y,
+        g.add(mark("hole", s, bn.lo, bn.hi, y + 56, 10, text, tip_y,
                    data=(("line", row.line), ("last-line", row.last_line), ("count", bn.count))))
         if k < MAX_LABELS:
             g.add(f'<text class="lbl hole" x="{_label_x(s, bn.lo):.1f}" y="{ly:.1f}" data-kind="hole" '
@@ -191,7 +191,7 @@ def _aggregate_row(g: _Svg, row: Row, unit: str) -> None:
         g.text(s.left, ly, f"and {len(bins) - MAX_LABELS:,} more hole marks: hover or focus them", "sub")
         ly += 14
     g.add("</g>")
-    g.y = max(ly, y + 64) + 6
+    g.y = max(ly, y + 72) + 6
 
 
 def session_svg(data: SessionData, title: str = "session") -> str:

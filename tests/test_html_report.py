@@ -158,6 +158,32 @@ def test_odd_input_is_escaped(tmp_path: Path) -> None:
     assert not _EXTERNAL.search(page)
 
 
+def test_inconsistent_offsets_are_drawn_not_raised(tmp_path: Path) -> None:
+    """Offsets the audit refuses with well_formed (negative, reversed, past the end, huge),
+    a refusal line and a summary eviction: the page is written and the exit code is the audit's."""
+    big = 10**40
+    lines = [
+        {**HEADER, "recovery_floor_span": -3, "floor_unit": "tokens"},
+        {"event": "append", "count": 5},
+        {"event": "truncate", "range": [4, 2]},
+        {"event": "compact", "summary_input": [-5, 1000], "summary_covers": [7, 3], "tail_start": 99},
+        {"event": "refusal", "summary_input": [0, 5], "summary_covers": [0, 5], "tail_start": 5,
+         "failed": ["no_hole"], "holes": [[0, 2]]},
+        {"event": "evict_summary", "summary": "0"},
+        {"event": "append", "count": big},
+        {"event": "compact", "summary_input": [0, big], "summary_covers": [0, big - 9], "tail_start": big - 9},
+    ]
+    trace = tmp_path / "odd.jsonl"
+    trace.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    for profile in ("strict", "partitioned", "seed"):
+        report = tmp_path / f"{profile}.html"
+        code, _, err = run_cli("audit", "--profile", profile, "--html", str(report), str(trace))
+        assert (code, err) == (run_cli("audit", "--profile", profile, str(trace))[0], "")
+        page = report.read_text(encoding="utf-8")
+        assert '<li data-line="5">line 5: refused (no_hole)' in page  # the guard's refusal line
+        assert "evict_summary" in page
+
+
 def test_bad_input_exits_2_without_a_page(tmp_path: Path) -> None:
     trace = tmp_path / "bad.jsonl"
     trace.write_text(json.dumps(HEADER) + '\n{"event": "append", '

@@ -216,7 +216,31 @@ def collect(lines: Iterable[bytes], source: str, profile: str) -> SessionData:
         assert isinstance(v, Verdict)
         _verdict(data, core, v)
     data.n = core.n
+    if data.compactions > MAX_ROWS:
+        _fold_early_allowed(data)
     return data
+
+
+def _fold_early_allowed(data: SessionData) -> None:
+    """In a long log, the first compactions that were allowed say little one row each (they
+    sit at the left end of a long axis): fold them into one aggregate row, first, and keep
+    the refused ones as rows of their own."""
+    early = data.rows[:MAX_ROWS]
+    allowed = [r for r in early if not r.refused]
+    if not allowed:
+        return
+    agg = Row(line=allowed[0].line, last_line=allowed[-1].line, count=0, refused=0, failed=(),
+              n=allowed[-1].n, summary_input=allowed[0].summary_input, summary_covers=allowed[0].summary_covers,
+              tail_start=allowed[0].tail_start, floor=(0, 0), honest=[], inherited=[], holes=[],
+              sentences=(), override=None, summary=None, aggregate=True)
+    for r in allowed:
+        agg.count += 1
+        a, b = r.summary_input
+        if 0 <= a < b:
+            agg.inputs.add(a, b)
+        if 0 <= r.tail_start < r.n:
+            agg.tails.add(r.tail_start, r.n)
+    data.rows[:MAX_ROWS] = [agg, *(r for r in early if r.refused)]
 
 
 def _verdict(data: SessionData, core: LedgerCore, v: Verdict) -> None:

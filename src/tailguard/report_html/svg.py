@@ -42,7 +42,7 @@ class Scale:
     def x(self, offset: int) -> float:
         if self.n <= 0:
             return self.left
-        return self.left + self.width * min(max(offset, 0), self.n) / self.n
+        return self.left + self.width * (min(max(offset, 0), self.n) * 10_000 // self.n) / 10_000
 
     def span(self, lo: int, hi: int) -> tuple[float, float]:
         """x and width, at least one pixel wide so that a single offset is still seen."""
@@ -51,7 +51,10 @@ class Scale:
         return x0, w
 
     def offsets_per_px(self) -> float:
-        return self.n / self.width if self.width else 0.0
+        try:
+            return self.n / self.width if self.width else 0.0
+        except OverflowError:  # offsets are integers of any size
+            return float("inf")
 
     def ticks(self) -> list[int]:
         """Round tick positions, about 10 across the axis."""

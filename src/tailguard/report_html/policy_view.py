@@ -24,7 +24,7 @@ from tailguard.pipeline.trace import render_jsonl, session_log
 from tailguard.report_html.page import page
 from tailguard.report_html.session_data import collect
 from tailguard.report_html.session_view import render_session
-from tailguard.report_html.svg import esc, fmt
+from tailguard.report_html.svg import esc, fmt, patterns
 
 __all__ = ["invariant_words", "policy_page", "simulate"]
 
@@ -196,8 +196,6 @@ def occupancy_svg(policy: Policy, steps: list[Step], unit: str) -> str:
                  + (f" (bars of {bucket} appends)" if bucket > 1 else "")
                  + "; dashed: after the append, filled: after the stages; crossed red: a finding</text>")
     height = lane_y + 8
-    from tailguard.report_html.svg import patterns
-
     return (f'<svg class="view" role="img" aria-label="occupancy in {esc(unit)}" width="{width}" '
             f'height="{height:.0f}" viewBox="0 0 {width} {height:.0f}">{patterns()}{"".join(parts)}</svg>')
 
@@ -295,10 +293,10 @@ def _policy_section(r: Report, profile: Profile) -> str:
             f"<br>fix: {esc(hint(f))}</li>" for f in d.findings) + "</ul>")
     if d.verdict == "safe":
         words = invariant_words(p, d.method, profile)
-        out.append('<h3>Why it is safe</h3><div class="invariant">' + "".join(
-            f"<p>{esc(w)}</p>" if not w.startswith("occupancy") else f"<li>{esc(w)}</li>" for w in words)
-            .replace("</p><li>", "</p><ul><li>", 1) + ("</ul>" if any(w.startswith("occupancy") for w in words)
-                                                      else "") + "</div>")
+        prose = "".join(f"<p>{esc(w)}</p>" for w in words if not w.startswith("occupancy"))
+        bounds = "".join(f"<li>{esc(w)}</li>" for w in words if w.startswith("occupancy"))
+        out.append(f'<h3>Why it is safe</h3><div class="invariant">{prose}'
+                   + (f"<ul>{bounds}</ul>" if bounds else "") + "</div>")
     elif d.verdict == "unknown":
         out.append(f"<p>Unknown: {esc(d.detail)}. Never reported as safe.</p>")
     if d.trace:

@@ -122,25 +122,17 @@ def mark(
     tip_y: float,
     *,
     data: Sequence[tuple[str, object]] = (),
-    shape: str = "rect",
 ) -> str:
-    """One focusable mark: a shape over ``[lo, hi)`` with a hover title and a focus tip.
-
-    ``shape``: ``rect`` (filled with the kind's pattern), ``frame`` (outline only) or
-    ``tick`` (a triangle above the range, for truncations and spills).
-    """
+    """One focusable mark over ``[lo, hi)``: a shape styled by its kind (pattern or frame,
+    see the page's CSS), a hover ``<title>`` and a tip that CSS shows on focus."""
     x, w = scale.span(lo, hi)
     attrs = "".join(f' data-{k}="{esc(v)}"' for k, v in data)
-    body: str
-    if shape == "frame":
-        body = f'<rect class="shape" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"/>'
-    else:
-        body = f'<rect class="shape" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"/>'
     tip_x = min(max(x, scale.left), scale.left + scale.width - 6 * min(len(tip), 120))
     tip_x = max(tip_x, 4.0)
     return (
         f'<g class="mk {kind}" tabindex="0" data-kind="{kind}" data-lo="{lo}" data-hi="{hi}"{attrs}>'
-        f"<title>{esc(tip)}</title>{body}"
+        f"<title>{esc(tip)}</title>"
+        f'<rect class="shape" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"/>'
         f'<text class="tip" x="{tip_x:.1f}" y="{tip_y:.1f}">{esc(tip)}</text></g>'
     )
 

@@ -241,6 +241,17 @@ def test_check_config_html(tmp_path: Path) -> None:
     assert code == 2 and "--html: cannot write" in err
 
 
+def test_check_config_html_unknown(tmp_path: Path) -> None:
+    """A budget that runs out: exit 3, and the page says unknown, never safe."""
+    report = tmp_path / "u.html"
+    policy = POLICIES["langchain-clipped-summarizer"]
+    code, _, err = run_cli("check-config", "--depth", "1", "--spacer-ms", "1", "--html", str(report), str(policy))
+    assert code == 3, err
+    page = report.read_text(encoding="utf-8")
+    assert '<section class="policy" data-verdict="unknown">' in page
+    assert "Never reported as safe." in page and "Why it is safe" not in page
+
+
 def test_screenshots_are_current() -> None:
     """docs/img/*.png were rendered from the HTML the code writes now (by its sha256)."""
     import tools.html_screenshots as shots

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tailguard.report_html.session_data import MAX_LISTED, Row, SessionData
+from tailguard.report_html.session_data import MAX_LISTED, MAX_ROWS, Row, SessionData
 from tailguard.report_html.svg import Binned, Scale, bin_ranges, esc, fmt, fmt_lines, legend, mark, patterns
 
 __all__ = ["render_session", "session_svg"]
@@ -231,9 +231,10 @@ def render_session(data: SessionData, heading: str = "Session") -> str:
     out = [f'<section class="session"><h2>{esc(heading)}: {esc(data.source)}</h2>',
            '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"]
     if any(r.aggregate for r in data.rows):
-        out.append(f'<p class="note">The first compactions are drawn one per row; the later ones are merged '
-                   f'into rows of {data.chunk:,} or so, and ranges closer than two '
-                   f'pixels into one mark that says how many it holds.</p>')
+        out.append(f'<p class="note">A long log: the refused compactions among the first {MAX_ROWS} have a row '
+                   f'each, the allowed ones among them share one, later compactions are merged into rows of '
+                   f'{data.chunk:,}, and ranges closer than two pixels into one mark that says how many it '
+                   f'holds.</p>')
     out.append(f'<div class="scroll">{session_svg(data, heading)}</div>')
     out.append("<h3>Refused compactions</h3>")
     if not data.listed:

@@ -216,6 +216,26 @@ def test_million_event_log_stays_small(tmp_path: Path) -> None:
     assert not _EXTERNAL.search(page)
 
 
+def test_scattered_ranges_are_binned(tmp_path: Path) -> None:
+    """The worst shape for a picture: 200,000 one-offset truncations scattered through one
+    summarizer input, so that the honest coverage is 200,000 pieces: still a small page.
+    (Profile seed, which allows it: under strict and partitioned the audit's own sentence for
+    this refusal is quadratic in the number of truncation lines, see ledger_explain._lines.)"""
+    trace = tmp_path / "scattered.jsonl"
+    count = 200_000
+    with open(trace, "w", encoding="utf-8") as f:
+        f.write(json.dumps(HEADER) + "\n" + f'{{"event": "append", "count": {3 * count + 10}}}\n')
+        for i in range(count):
+            f.write(f'{{"event": "truncate", "range": [{3 * i}, {3 * i + 1}]}}\n')
+        f.write(f'{{"event": "compact", "summary_input": [0, {3 * count + 10}], "summary_covers": [0, {3 * count}], '
+                f'"tail_start": {3 * count}}}\n')
+    page = session_report(trace.open("rb"), "scattered.jsonl", "seed")
+    assert len(page.encode("utf-8")) < 200_000
+    assert page.count('<g class="mk ') < 2_000
+    assert "200,000 truncations within [0, 599998)" in page
+    assert "honest coverage 200,000 pieces within [1, 600000) (400,000 in all)" in page  # merged
+
+
 def test_check_config_html(tmp_path: Path) -> None:
     report = tmp_path / "p.html"
     unsafe, safe = POLICIES["seed-incident"], POLICIES["seed-repaired"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tailguard.report_html.session_data import MAX_LISTED, MAX_ROWS, Row, SessionData
+from tailguard.report_html.session_data import MAX_LISTED, MAX_ROWS, Cause, Row, SessionData
 from tailguard.report_html.svg import Binned, Scale, bin_ranges, esc, fmt, fmt_lines, legend, mark, patterns
 
 __all__ = ["render_session", "session_svg"]
@@ -39,8 +39,13 @@ def _pairs(ranges: Iterable[Pair], line: int) -> list[tuple[int, int, int]]:
 def _what(b: Binned, noun: str, unit: str) -> str:
     if b.count == 1:
         return f"{noun} {fmt(b.lo, b.hi)} ({b.hi - b.lo} {unit}) at {fmt_lines(b.first_line, b.last_line)}"
-    return (f"{b.count} {noun}s within {fmt(b.lo, b.hi)} ({b.covered} {unit} in all) at "
+    return (f"{b.count:,} {noun}s within {fmt(b.lo, b.hi)} ({b.covered:,} {unit} in all) at "
             f"{fmt_lines(b.first_line, b.last_line)}")
+
+
+def _pieces(b: Binned) -> str:
+    """``[lo, hi)``, or ``3 pieces within [lo, hi) (n in all)`` for merged ranges."""
+    return fmt(b.lo, b.hi) if b.count == 1 else f"{b.count:,} pieces within {fmt(b.lo, b.hi)} ({b.covered:,} in all)"
 
 
 class _Svg:
@@ -101,9 +106,9 @@ def _label_x(s: Scale, lo: int) -> float:
     return min(s.x(lo), s.left + s.width - 420)
 
 
-def _hole_label(hole: Pair, row: Row) -> tuple[str, str]:
+def _hole_label(hole: Pair, causes_of: dict[Pair, list[Cause]]) -> tuple[str, str]:
     """Visible label and the lines that caused the hole (for ``data-cause-lines``)."""
-    causes = next((c for h, c in row.holes if h == hole), [])
+    causes = causes_of.get(hole, [])
     lines = sorted({x for c in causes for x in (c.first, c.last)})
     why = "; ".join(f"{fmt(c.lo, c.hi)} {c.text}" if len(causes) > 1 else c.text for c in causes)
     return f"hole {fmt(*hole)} · no_hole · {why}", " ".join(str(x) for x in lines)
@@ -128,12 +133,12 @@ def _compaction_row(g: _Svg, row: Row, unit: str) -> None:
     g.add(f'<line class="hend" x1="{s.x(n):.1f}" y1="{y + 14}" x2="{s.x(n):.1f}" y2="{y + 68}"/>')
     if a < b:
         g.add(mark("input", s, a, b, y + 16, 8, f"line {row.line}: summarizer input {fmt(a, b)}", tip_y))
-    for lo, hi in row.inherited:
-        g.add(mark("inherited", s, lo, hi, y + 29, 8,
-                   f"line {row.line}: inherited coverage {fmt(lo, hi)} (earlier summaries seen or kept)", tip_y))
-    for lo, hi in row.honest:
-        g.add(mark("honest", s, lo, hi, y + 29, 8,
-                   f"line {row.line}: honest coverage {fmt(lo, hi)} of claimed {fmt(c, d)}", tip_y))
+    for bn in bin_ranges(_pairs(row.inherited, row.line), s):
+        g.add(mark("inherited", s, bn.lo, bn.hi, y + 29, 8,
+                   f"line {row.line}: inherited coverage {_pieces(bn)} (earlier summaries seen or kept)", tip_y))
+    for bn in bin_ranges(_pairs(row.honest, row.line), s):
+        g.add(mark("honest", s, bn.lo, bn.hi, y + 29, 8,
+                   f"line {row.line}: honest coverage {_pieces(bn)} of claimed {fmt(c, d)}", tip_y))
     if t < n:
         g.add(mark("tail", s, t, n, y + 42, 8, f"line {row.line}: retained tail {fmt(t, n)}", tip_y))
     flo, fhi = row.floor
@@ -141,11 +146,12 @@ def _compaction_row(g: _Svg, row: Row, unit: str) -> None:
         g.add(mark("floor", s, flo, fhi, y + 40, 12, f"line {row.line}: recovery floor {fmt(flo, fhi)}", tip_y))
     ly = y + 82
     bins = bin_ranges(_pairs((h for h, _ in row.holes), row.line), s)
+    causes_of = dict(row.holes)
     for k, bn in enumerate(bins):
         if bn.count == 1:
-            text, causes = _hole_label((bn.lo, bn.hi), row)
+            text, causes = _hole_label((bn.lo, bn.hi), causes_of)
         else:
-            text, causes = f"{bn.count} holes within {fmt(bn.lo, bn.hi)} ({bn.covered} {unit}) · no_hole", ""
+            text, causes = f"{bn.count:,} holes within {fmt(bn.lo, bn.hi)} ({bn.covered:,} {unit}) · no_hole", ""
         g.add(mark("hole", s, bn.lo, bn.hi, y + 56, 10, f"line {row.line}: {text}", tip_y,
                    data=(("line", row.line), ("count", bn.count), ("cause-lines", causes))))
         if k < MAX_LABELS:

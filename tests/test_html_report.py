@@ -236,6 +236,23 @@ def test_scattered_ranges_are_binned(tmp_path: Path) -> None:
     assert "honest coverage 200,000 pieces within [1, 600000) (400,000 in all)" in page  # merged
 
 
+def test_many_holes_are_binned_and_listed_in_part(tmp_path: Path) -> None:
+    """A refusal with 5,000 holes: one merged mark, 20 listed, a count for the rest."""
+    trace = tmp_path / "holes.jsonl"
+    count = 5_000
+    with open(trace, "w", encoding="utf-8") as f:
+        f.write(json.dumps(HEADER) + "\n" + f'{{"event": "append", "count": {3 * count + 10}}}\n')
+        for i in range(count):
+            f.write(f'{{"event": "truncate", "range": [{3 * i}, {3 * i + 1}]}}\n')
+        f.write(f'{{"event": "compact", "summary_input": [0, {3 * count + 10}], "summary_covers": [0, {3 * count}], '
+                f'"tail_start": {3 * count}}}\n')
+    page = session_report(trace.open("rb"), "holes.jsonl", "strict")
+    assert len(page.encode("utf-8")) < 60_000
+    assert "5,000 holes within [0, 14998) (5,000 turns) · no_hole" in page
+    assert page.count('<li class="hole"') == 20 and "and 4,980 more holes (drawn above)" in page
+    assert "more characters: tailguard audit prints it whole)" in page
+
+
 def test_check_config_html(tmp_path: Path) -> None:
     report = tmp_path / "p.html"
     unsafe, safe = POLICIES["seed-incident"], POLICIES["seed-repaired"]

@@ -25,6 +25,14 @@ LEFT = 200
 PLOT = 860
 LANES = ((16, "input I"), (29, "coverage C"), (42, "tail T, floor Φ"), (56, "holes"))
 MAX_LABELS = 10  # visible hole/mark labels per row; more marks keep their tips
+MAX_HOLES_LISTED = 20  # holes listed under each refused compaction
+MAX_SENTENCE = 2_000  # characters of one sentence of the audit shown; the text report has it whole
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_SENTENCE:
+        return text
+    return text[:MAX_SENTENCE] + f"... ({len(text) - MAX_SENTENCE:,} more characters: tailguard audit prints it whole)"
 
 
 def _triples(arr: Iterable[int]) -> list[tuple[int, int, int]]:
@@ -248,11 +256,13 @@ def render_session(data: SessionData, heading: str = "Session") -> str:
     else:
         out.append('<ol class="refused">')
         for row in data.listed:
-            items = "".join(f"<li>refuse {esc(x)}</li>" for x in row.sentences)
+            items = "".join(f"<li>refuse {esc(_clip(x))}</li>" for x in row.sentences)
             holes = "".join(
                 f'<li class="hole" data-lo="{lo}" data-hi="{hi}">hole {fmt(lo, hi)}: '
-                + esc("; ".join(f"{fmt(c.lo, c.hi)} {c.text}" for c in causes)) + "</li>"
-                for (lo, hi), causes in row.holes)
+                + esc(_clip("; ".join(f"{fmt(c.lo, c.hi)} {c.text}" for c in causes))) + "</li>"
+                for (lo, hi), causes in row.holes[:MAX_HOLES_LISTED])
+            if len(row.holes) > MAX_HOLES_LISTED:
+                holes += f"<li>and {len(row.holes) - MAX_HOLES_LISTED:,} more holes (drawn above)</li>"
             over = f"<li>committed anyway, override: {esc(row.override)}</li>" if row.override is not None else ""
             out.append(f'<li data-line="{row.line}"><span class="bad">{esc(_row_sentence(row, unit))}</span>'
                        f"<ul>{items}{holes}{over}</ul></li>")

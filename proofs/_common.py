@@ -13,7 +13,7 @@ from tailguard.backends.z3_encode import Encoder, ZCase, case_from_model, reset_
 from tailguard.backends.z3_eval import prove
 from tailguard.project import spec_path
 from tailguard.speclang import ast
-from tailguard.speclang.load import Spec, load_spec
+from tailguard.speclang.load import Profile, Spec, load_spec
 from tailguard.theorems import Result
 
 
@@ -96,6 +96,17 @@ def carries(holds: ast.Node, *, given: Encoder, then: Encoder, assumptions: Any)
 
 
 SetPred = Callable[[Any], Any]
+
+
+def subset_instances(enc: Encoder, profile: Profile, x: Any) -> Any:
+    """Every ``L subset R`` clause of ``profile`` at the offset ``x``: ``L(x) -> R(x)``.
+
+    Implied by the clauses themselves, so adding it to assumptions that include the profile's
+    ``allows`` assumes nothing new; it hands the solver the instantiation at the ``x`` a proof
+    reasons about (z3 finds it, cvc5's e-matching does not).
+    """
+    return z3.And([z3.Implies(enc.as_set(c.holds.left, {})(x), enc.as_set(c.holds.right, {})(x))
+                   for c in profile.clauses if isinstance(c.holds, ast.Subset)] or [z3.BoolVal(True)])
 
 
 def subset_implies(holds: ast.Node, enc: Encoder, left: SetPred, right: SetPred, *, assumptions: Any) -> Result:

@@ -150,8 +150,11 @@ def _induction(rule: LineageRule) -> Result:
 
     x = z3.Int("x")
     equal_now = z3.ForAll([x], eff.prior_coverage(x) == old_fn(x))
+    # The step's assumptions are satisfiable: k = 0 with ctx and old empty satisfies them for
+    # every E, which is what the base proved. So no separate non-vacuity query (a satisfiable
+    # query over uninterpreted functions that cvc5 needs minutes to model).
     step, _ = prove(z3.And(equal_now, _invariant(k + 1, ctx_next, e_next, old_next)),
-                    assumptions=z3.And(k >= 0, _invariant(k, ctx, e, old)))
+                    assumptions=z3.And(k >= 0, _invariant(k, ctx, e, old)), sanity=False)
     if step.status == "counterexample" and step.detail.startswith("vacuous"):
         return step
     if step.status != "proved":

@@ -16,28 +16,29 @@ from typing import Any
 
 import z3
 
+from tailguard.backends.z3_eval import check_sat
 from tailguard.pipeline.encode import floor_lost
-from tailguard.theorems import DEFAULT_RLIMIT, Result, theorem
+from tailguard.theorems import Result, theorem
 
 FloorCheck = Callable[[Any, Any, Any, str], Any]
 
 
 def _prove(negation: Any, hyps: Any, names: list[Any]) -> Result:
-    """``proved`` when ``hyps ∧ negation`` is unsat and ``hyps`` alone is sat."""
-    s = z3.Solver()
-    s.set("rlimit", DEFAULT_RLIMIT)
-    s.add(hyps)
-    if s.check() != z3.sat:
-        return Result("unknown", detail="hypotheses unsatisfiable or undecided: vacuous")
-    s.add(negation)
-    r = s.check()
-    if r == z3.unsat:
+    """``proved`` when ``hyps ∧ negation`` is unsat and ``hyps`` alone is sat (by the solver
+    ``tailguard prove --solver`` chose)."""
+    answer, _, detail = check_sat([hyps], want_model=False)
+    if answer == "unsat":
+        return Result("counterexample", detail="vacuous: the hypotheses are unsatisfiable")
+    if answer != "sat":
+        return Result("disagreement" if answer == "disagreement" else "unknown",
+                      detail=f"hypotheses undecided: {detail}")
+    answer, m, detail = check_sat([hyps, negation])
+    if answer == "unsat":
         return Result("proved", detail="negation unsat; hypotheses sat")
-    if r == z3.sat:
-        m = s.model()
+    if answer == "sat":
         return Result("counterexample", model={str(v): m.eval(v, model_completion=True).as_long()
                                                for v in names})
-    return Result("unknown", detail=f"rlimit {DEFAULT_RLIMIT}: {s.reason_unknown()}")
+    return Result("disagreement" if answer == "disagreement" else "unknown", detail=detail)
 
 
 def _prove_iff(lost: Callable[[Any], Any], var: Any, witness: Any, check: Any, hyps: Any,

@@ -184,6 +184,13 @@ def _wf_pair(n: Any) -> Callable[[tuple[Any, Any]], Any]:
     return lambda p: z3.And(p[0] >= 0, p[0] <= p[1], p[1] <= n)
 
 
+def _instance_at_x(subset_at: Callable[[Any], Any]) -> Any:
+    """The subset hypothesis at the free offset ``x`` that :func:`proofs._common.carries`
+    reasons about: implied by the quantified hypothesis (so adding it assumes nothing new),
+    it spares the solver the instantiation (z3 finds it; cvc5's e-matching does not)."""
+    return subset_at(z3.Int("x"))
+
+
 def shrink_input(zc: ZCase, prefix: str) -> tuple[ZCase, Any]:
     """``I' ⊆ I`` as sets of offsets, ``I`` itself a well-formed interval (an ill-formed ``I``
     refuses with ``well_formed``, and an empty ``I'`` inside ``[0, n)`` need not)."""
@@ -191,7 +198,8 @@ def shrink_input(zc: ZCase, prefix: str) -> tuple[ZCase, Any]:
     a2, b2 = z3.Int(f"{prefix}I'.lo"), z3.Int(f"{prefix}I'.hi")
     x = z3.Int("x")
     subset = z3.ForAll([x], z3.Implies(z3.And(a2 <= x, x < b2), z3.And(a <= x, x < b)))
-    return zc.with_value("I", (a2, b2)), z3.And(subset, a >= 0, a <= b, b <= n)
+    instance = _instance_at_x(lambda v: z3.Implies(z3.And(a2 <= v, v < b2), z3.And(a <= v, v < b)))
+    return zc.with_value("I", (a2, b2)), z3.And(subset, instance, a >= 0, a <= b, b <= n)
 
 
 def add_truncation(zc: ZCase, prefix: str) -> tuple[ZCase, Any]:
@@ -209,7 +217,8 @@ def drop_coverage(zc: ZCase, prefix: str) -> tuple[ZCase, Any]:
            else FixedList.symbolic(f"{prefix}PC'", len(pc.pairs)))
     y = z3.Int("y")
     subset = z3.ForAll([y], z3.Implies(pc2.mem(y), pc.mem(y)))
-    return zc.with_value("PC", pc2), z3.And(pc2.wf(), pc.forall(_wf_pair(zc["n"])), subset)
+    return zc.with_value("PC", pc2), z3.And(pc2.wf(), pc.forall(_wf_pair(zc["n"])), subset,
+                                            _instance_at_x(lambda v: z3.Implies(pc2.mem(v), pc.mem(v))))
 
 
 CHANGES: dict[str, Change] = {

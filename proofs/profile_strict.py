@@ -1,4 +1,4 @@
-"""Theorems about profile ``strict`` alone (brief section 5, items 1, 2 and 7)."""
+"""Theorems about profile ``strict`` alone (brief section 5, items 1, 2 and 7), for lists of any length."""
 
 from __future__ import annotations
 
@@ -6,17 +6,15 @@ from typing import Any
 
 import z3
 
-from proofs._common import carries, setup
-from tailguard.backends.z3_encode import Encoder, FixedList, ZCase, symbolic_case
+from proofs._common import carries, setup, subset_instances
+from tailguard.backends.z3_encode import Encoder, ZCase, symbolic_case
 from tailguard.backends.z3_eval import prove
 from tailguard.speclang import ast
 from tailguard.speclang.load import Spec
 from tailguard.theorems import Result, theorem
 
-#: Intervals per list in the bounded proofs (no_hole's endpoint lemma needs a minimal
-#: uncovered offset, an induction z3 does not do over arrays; per bounded list it is
-#: quantifier-free linear arithmetic, which z3 decides completely).
-BOUND = 3
+#: Intervals per list of the first, bounded pass of T1 (counterexamples and non-vacuity).
+COUNTEREXAMPLE_BOUND = 3
 
 
 def _merge(results: list[tuple[str, Result]]) -> Result:
@@ -48,20 +46,32 @@ def recoverable(zc: ZCase, x: Any) -> Any:
 @theorem(
     "T1", "Strict allow means everything is recoverable and the floor is in input and tail",
     "If strict allows, every offset of [0, n) is in prior coverage, a spill, the honest part of "
-    "the new summary, or the untruncated tail, and the floor [max(0, n-F), n) is inside I ∩ T.",
-    bound=f"at most {BOUND} intervals per list",
+    "the new summary, or the untruncated tail, and the floor [max(0, n-F), n) is inside I ∩ T "
+    "(lists of any length).",
 )
 def strict_allow_is_recoverable(spec: Spec | None = None) -> Result:
     spec = setup(spec)
-    zc = symbolic_case(spec, bound=BOUND)
-    allows = Encoder(spec, zc).allows(spec.profile("strict"))
-    n, t, f = zc["n"], zc["t"], zc["F"]
-    a, b = zc["I"]
-    x = z3.Int("x")
-    everything = z3.ForAll([x], z3.Implies(z3.And(x >= 0, x < n), recoverable(zc, x)))
-    floor = z3.ForAll([x], z3.Implies(z3.And(_max(0, n - f) <= x, x < n),
-                                      z3.And(a <= x, x < b, t <= x, x < n)))
-    return prove(z3.And(everything, floor), assumptions=z3.And(zc.side_conditions(), allows))[0]
+    # First at COUNTEREXAMPLE_BOUND intervals per list, where z3 builds models readily: a
+    # broken spec gets a concrete counterexample, and a model of the assumptions shows they are
+    # satisfiable, for the unbounded lists too (a bounded case is one of them). Then unbounded.
+    strict = spec.profile("strict")
+    for bound in (COUNTEREXAMPLE_BOUND, None):
+        zc = symbolic_case(spec, bound=bound)
+        enc = Encoder(spec, zc)
+        n, t, f = zc["n"], zc["t"], zc["F"]
+        a, b = zc["I"]
+        # for a free offset x, so for every offset: quantifier-free in x
+        x = z3.Int("x")
+        everything = z3.Implies(z3.And(x >= 0, x < n), recoverable(zc, x))
+        floor = z3.Implies(z3.And(_max(0, n - f) <= x, x < n), z3.And(a <= x, x < b, t <= x, x < n))
+        result, _ = prove(z3.And(everything, floor),
+                          assumptions=z3.And(zc.side_conditions(), enc.allows(strict),
+                                             subset_instances(enc, strict, x)),
+                          sanity=bound is not None)
+        if result.status != "proved":
+            where = "unbounded" if bound is None else f"at most {bound} intervals per list"
+            return Result(result.status, detail=f"{where}: {result.detail}")
+    return Result("proved", detail=f"at most {COUNTEREXAMPLE_BOUND} intervals per list, then any number")
 
 
 def endpoint_forms(zc: ZCase, units: int) -> dict[str, Any]:
@@ -99,21 +109,19 @@ def _covered(zc: ZCase, x: Any) -> Any:
     return recoverable(zc, x)
 
 
-def no_hole_candidates(zc: ZCase) -> list[Any]:
-    """Where a hole can start: 0, the end of a prior coverage or spill, the end of C ∩ I,
-    the start of a truncation. Each is a term; bounded lists only."""
+def hole_start_candidate(zc: ZCase, p: Any) -> Any:
+    """Where a hole can start: 0, the end of a prior coverage or spill, the end of C ∩ I, or the
+    start of a truncation (lists of any length)."""
     (_, b), (_, d) = zc["I"], zc["C"]
-    out = [z3.IntVal(0), _min(b, d)]
-    for name, end in (("PC", 1), ("SP", 1), ("TR", 0)):
-        lst = zc[name]
-        assert isinstance(lst, FixedList)
-        out += [z3.If(z3.IntVal(i) < lst.length, p[end], z3.IntVal(0)) for i, p in enumerate(lst.pairs)]
-    return out
+    return z3.Or(p == 0, p == _min(b, d), zc["PC"].exists(lambda r: r[1] == p),
+                 zc["SP"].exists(lambda r: r[1] == p), zc["TR"].exists(lambda r: r[0] == p))
 
 
 def no_hole_endpoint(zc: ZCase) -> Any:
+    """no_hole as the endpoint algorithm decides it: every candidate start inside [0, n) is covered."""
+    p = z3.Int("p")
     n = zc["n"]
-    return z3.And([z3.Implies(z3.And(p >= 0, p < n), _covered(zc, p)) for p in no_hole_candidates(zc)])
+    return z3.ForAll([p], z3.Implies(z3.And(hole_start_candidate(zc, p), p >= 0, p < n), _covered(zc, p)))
 
 
 @theorem(
@@ -121,8 +129,8 @@ def no_hole_endpoint(zc: ZCase) -> Any:
     "Every strict clause evaluated on interval endpoints (as the runtime does) equals its "
     "per-offset definition in spec/clauses.toml; no_hole holds iff no candidate start point "
     "(0, an end of prior coverage, spill or C ∩ I, a start of a truncation) is uncovered, and the "
-    "holes the spec defines are exactly the uncovered offsets.",
-    bound=f"no_hole and holes: at most {BOUND} intervals per list; other clauses: any number",
+    "holes the spec defines are exactly the uncovered offsets (lists of any length; for no_hole, "
+    "the least uncovered offset is a candidate: one least-element step).",
 )
 def endpoint_equals_per_offset(spec: Spec | None = None) -> Result:
     spec = setup(spec)
@@ -132,26 +140,30 @@ def endpoint_equals_per_offset(spec: Spec | None = None) -> Result:
     enc = Encoder(spec, zc)
     for cid, form in endpoint_forms(zc, len(spec.units)).items():
         parts.append((cid, prove(enc.clause(strict, cid) == form, assumptions=zc.side_conditions())[0]))
-    zb = symbolic_case(spec, prefix="b.", bound=BOUND)
-    encb = Encoder(spec, zb)
-    n = zb["n"]
-    # no_hole == endpoint form. "holds -> endpoint" is instantiation at the candidates;
-    # the content is the converse: an uncovered offset x forces an uncovered candidate.
-    x = z3.Int("x")
-    uncovered = z3.And(x >= 0, x < n, z3.Not(_covered(zb, x)))
-    parts.append(("no_hole: endpoint -> per-offset", prove(
-        z3.Not(no_hole_endpoint(zb)), assumptions=z3.And(zb.side_conditions(), uncovered))[0]))
+    n = zc["n"]
+    x, m = z3.Int("x"), z3.Int("m")
+    uncovered = z3.And(x >= 0, x < n, z3.Not(_covered(zc, x)))
+    # endpoint -> per-offset. If some offset is uncovered, the least one, m, exists (the
+    # integers of [0, n) are well-ordered) and is uncovered while m - 1 is covered or m = 0:
+    # the step proved here shows such an m is a candidate, so the endpoint form fails too.
+    least = z3.And(m >= 0, m < n, z3.Not(_covered(zc, m)), z3.Or(m == 0, _covered(zc, m - 1)))
+    parts.append(("no_hole: the least uncovered offset is a candidate", prove(
+        hole_start_candidate(zc, m), assumptions=z3.And(zc.side_conditions(), least))[0]))
+    # per-offset -> endpoint: a candidate inside [0, n) is an offset of [0, n)
+    every = z3.ForAll([x], z3.Implies(z3.And(x >= 0, x < n), _covered(zc, x)))
+    parts.append(("no_hole: per-offset -> endpoint", prove(
+        no_hole_endpoint(zc), assumptions=z3.And(zc.side_conditions(), every))[0]))
     # the spec's clause is `L subset R`: L is [0, n) and R is exactly the recovery sources,
     # offset by offset (x is free, so each is proved for every x)
     clause = strict.clause("no_hole").holds
     assert isinstance(clause, ast.Subset)
-    left, right = encb.as_set(clause.left, {}), encb.as_set(clause.right, {})
+    left, right = enc.as_set(clause.left, {}), enc.as_set(clause.right, {})
     parts.append(("no_hole: left side is [0, n)", prove(left(x) == z3.And(x >= 0, x < n),
-                                                       assumptions=zb.side_conditions())[0]))
+                                                       assumptions=zc.side_conditions())[0]))
     parts.append(("no_hole: right side is the recovery sources", prove(
-        right(x) == _covered(zb, x), assumptions=zb.side_conditions())[0]))
-    holes = encb.holes(strict, "no_hole")
-    parts.append(("holes", prove(holes(x) == uncovered, assumptions=zb.side_conditions())[0]))
+        right(x) == _covered(zc, x), assumptions=zc.side_conditions())[0]))
+    holes = enc.holes(strict, "no_hole")
+    parts.append(("holes", prove(holes(x) == uncovered, assumptions=zc.side_conditions())[0]))
     return _merge(parts)
 
 

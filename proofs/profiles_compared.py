@@ -23,8 +23,9 @@ def _small(zc: Any) -> Any:
 
 @theorem(
     "T3", "The seed allows a compaction that loses history",
-    "Witness: a case the seed profile allows while strict refuses it with a hole "
-    "(the seed's own incident, examples/cases/seed-incident.json, is one).",
+    "Witness: a case the seed profile allows while strict refuses it with a hole that a prior "
+    "truncation made: an offset the truncation evicted that no summary saw (the seed's own "
+    "incident, examples/cases/seed-incident.json, is one).",
     kind="witness",
 )
 def seed_allows_a_hole(spec: Spec | None = None) -> Result:
@@ -32,14 +33,20 @@ def seed_allows_a_hole(spec: Spec | None = None) -> Result:
     zc = symbolic_case(spec, bound=WITNESS_BOUND)
     enc = Encoder(spec, zc)
     strict = spec.profile("strict")
-    # the incident's shape: a real floor, and no_hole the only strict failure
+    # the incident's shape: a real floor, no_hole the only strict failure, and the mechanism
+    # SPEC.md cites: a hole offset inside a prior truncation
+    x = z3.Int("hole")
+    in_hole = z3.And(enc.holes(strict, "no_hole")(x), zc["TR"].mem(x))
     formula = z3.And(zc.side_conditions(), _small(zc), zc["F"] > 0, enc.allows(spec.profile("seed")),
-                     enc.fails_exactly(strict, ["no_hole"]))
+                     enc.fails_exactly(strict, ["no_hole"]), in_hole)
     result, model = find(formula)
 
-    def expect(_: Any, d: dict[str, dict[str, Decision]]) -> str | None:
-        ok = d["case"]["seed"].allowed and "no_hole" in d["case"]["strict"].failed and d["case"]["strict"].holes
-        return None if ok else f"seed {d['case']['seed']}, strict {d['case']['strict']}"
+    def expect(cases: dict[str, dict[str, Any]], d: dict[str, dict[str, Decision]]) -> str | None:
+        holes, truncations = d["case"]["strict"].holes, cases["case"]["prior_truncations"]
+        evicted = any(max(lo, tlo) < min(hi, thi) for lo, hi in holes for tlo, thi in truncations)
+        ok = d["case"]["seed"].allowed and d["case"]["strict"].failed == ("no_hole",) and evicted
+        return None if ok else (f"seed {d['case']['seed']}, strict {d['case']['strict']}, "
+                                f"a hole inside a truncation: {evicted}")
 
     return witness_replayed(spec, result, model, {"case": zc}, expect)
 
@@ -84,9 +91,15 @@ def spill_repairs_only_holes(spec: Spec | None = None) -> Result:
         res = carries(clause.holds, given=enc_sp, then=enc, assumptions=zc.side_conditions())
         if res.status != "proved":
             return Result(res.status, detail=f"spill repairs {clause.id}: {res.detail}")
+    # non-vacuity from a bounded case (one of the unbounded ones): a case failing only no_hole
+    zb = symbolic_case(spec, prefix="b.", bound=WITNESS_BOUND)
+    exists, _ = find(z3.And(zb.side_conditions(), Encoder(spec, zb).fails_exactly(strict, ["no_hole"])))
+    if exists.status != "witness":
+        return Result("counterexample" if exists.status == "no-witness" else exists.status,
+                      detail=f"vacuous: no case fails only no_hole ({exists.detail})")
     enc_all = Encoder(spec, zc.with_value("SP", zc["SP"].plus((z3.IntVal(0), zc["n"]))))
     res, _ = prove(enc_all.allows(strict),
-                   assumptions=z3.And(zc.side_conditions(), enc.fails_exactly(strict, ["no_hole"])))
+                   assumptions=z3.And(zc.side_conditions(), enc.fails_exactly(strict, ["no_hole"])), sanity=False)
     if res.status != "proved":
         return Result(res.status, detail=f"spilling [0, n): {res.detail}")
     return Result("proved", detail="every other clause survives any spill; [0, n) repairs no_hole")
@@ -95,7 +108,8 @@ def spill_repairs_only_holes(spec: Spec | None = None) -> Result:
 @theorem(
     "T8w", "After that spill the seed still refuses",
     "Witness: a case failing only strict no_hole that strict allows after spilling [0, n), while "
-    "the seed profile refuses it both before and after the spill.",
+    "the seed profile refuses it both before and after the spill, after it by truncation_clear: "
+    "the seed reads the truncation log, which no spill changes.",
     kind="witness",
 )
 def seed_refuses_after_spill(spec: Spec | None = None) -> Result:
@@ -104,14 +118,17 @@ def seed_refuses_after_spill(spec: Spec | None = None) -> Result:
     zc = symbolic_case(spec, bound=WITNESS_BOUND)
     spilled = zc.with_value("SP", zc["SP"].plus((z3.IntVal(0), zc["n"])))
     enc, enc_sp = Encoder(spec, zc), Encoder(spec, spilled)
+    by_truncation_log = z3.And(enc_sp.clause(seed, "units_agree"), enc_sp.clause(seed, "floor_reach"),
+                               z3.Not(enc_sp.clause(seed, "truncation_clear")),
+                               zc["TR"].forall(lambda r: r[0] < r[1]))  # real truncations, not empty ones
     formula = z3.And(zc.side_conditions(), _small(zc), zc["F"] > 0, enc.fails_exactly(strict, ["no_hole"]),
-                     enc_sp.allows(strict), z3.Not(enc.allows(seed)), z3.Not(enc_sp.allows(seed)))
+                     enc_sp.allows(strict), z3.Not(enc.allows(seed)), by_truncation_log)
     result, model = find(formula)
 
     def expect(_: Any, d: dict[str, dict[str, Decision]]) -> str | None:
         before, after = d["before"], d["after"]
         ok = (before["strict"].failed == ("no_hole",) and after["strict"].allowed
-              and not before["seed"].allowed and not after["seed"].allowed)
+              and not before["seed"].allowed and after["seed"].failed == ("truncation_clear",))
         return None if ok else f"before {before}, after {after}"
 
     return witness_replayed(spec, result, model, {"before": zc, "after": spilled}, expect)

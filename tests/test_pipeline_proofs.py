@@ -30,4 +30,5 @@ def test_broken_window_bound_is_caught() -> None:
 
 
 def test_vacuous_hypotheses_are_not_a_proof() -> None:
-    assert pipeline._prove(z3.BoolVal(True), z3.BoolVal(False), []).status == "unknown"
+    result = pipeline._prove(z3.BoolVal(True), z3.BoolVal(False), [])
+    assert result.status == "counterexample" and "vacuous" in result.detail

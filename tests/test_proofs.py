@@ -18,7 +18,7 @@ pytest.importorskip("z3")
 
 import z3
 
-from proofs import lineage, profile_partitioned, profile_seed, profile_strict, profiles_compared
+from proofs import lineage, profile_partitioned, profile_seed, profile_strict, profiles_compared, spec_pins
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_TEXT = (ROOT / "spec" / "clauses.toml").read_text()
@@ -89,6 +89,44 @@ def test_breaking_the_encoding_fails_the_right_theorem(
     spec = mutated(tmp_path, old, new)
     result = thm(spec)
     assert result.status == "counterexample", (what, result)
+
+
+PIN_BREAKS: list[tuple[str, str, str, Callable[[Spec], Result], str]] = [
+    # parts of the spec that only T15 to T17 pin (issue 16): (what, old, new, theorem, status)
+    ("seed truncation bound loosened", 'holds = "all(r in TR: not (r.hi > t - F and r.lo < t))"',
+     'holds = "all(r in TR: not (r.hi >= t - F and r.lo < t))"', profile_seed.seed_profile_is_seed_code,
+     "counterexample"),
+    ("seed truncation ignores the tail start", 'holds = "all(r in TR: not (r.hi > t - F and r.lo < t))"',
+     'holds = "all(r in TR: not (r.hi > t - F))"', profile_seed.seed_profile_is_seed_code, "counterexample"),
+    ("seed reports every failure", 'report = "first"   # the seed raises', 'report = "all"   # the seed raises',
+     profile_seed.seed_profile_is_seed_code, "counterexample"),
+    ("a unit name dropped", 'units = ["turns", "messages", "tokens"]', 'units = ["turns", "tokens"]',
+     spec_pins.known_units_are_the_briefs, "counterexample"),
+    ("a unit name added", 'units = ["turns", "messages", "tokens"]', 'units = ["turns", "messages", "tokens", "chars"]',
+     spec_pins.known_units_are_the_briefs, "counterexample"),
+    ("the well_formed gate off", 'wellformed = "well_formed"   # if this clause fails',
+     'wellformed = ""   # if this clause fails', spec_pins.ill_formed_refused_by_gate, "no-witness"),
+]
+
+
+@pytest.mark.parametrize(("what", "old", "new", "thm", "status"), PIN_BREAKS, ids=[b[0] for b in PIN_BREAKS])
+def test_breaking_a_pinned_part_fails_its_theorem(
+    tmp_path: Path, what: str, old: str, new: str, thm: Callable[[Spec], Result], status: str
+) -> None:
+    result = thm(mutated(tmp_path, old, new))
+    assert result.status == status, (what, result)
+
+
+def test_witnesses_show_the_mechanism_spec_md_cites() -> None:
+    """T3: a hole inside a prior truncation; T8w: after the spill the seed refuses by
+    truncation_clear (it reads the truncation log, which a spill cannot change)."""
+    t3 = profiles_compared.seed_allows_a_hole()
+    assert t3.status == "witness" and t3.model is not None and t3.replay is not None
+    holes = t3.replay["case"]["strict"]["holes"]
+    assert any(max(lo, tlo) < min(hi, thi) for lo, hi in holes for tlo, thi in t3.model["prior_truncations"])
+    t8w = profiles_compared.seed_refuses_after_spill()
+    assert t8w.status == "witness" and t8w.replay is not None
+    assert t8w.replay["after"]["seed"]["failed"] == ["truncation_clear"]
 
 
 def test_a_broken_witness_search_is_not_a_pass(tmp_path: Path) -> None:

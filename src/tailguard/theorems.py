@@ -12,14 +12,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Kind = Literal["theorem", "witness"]
-Status = Literal["proved", "counterexample", "witness", "no-witness", "mismatch", "unknown"]
+Status = Literal["proved", "counterexample", "witness", "no-witness", "mismatch", "disagreement", "unknown"]
 
 #: z3 resource limit per solver call: reproducible, unlike wall-clock timeouts.
 DEFAULT_RLIMIT = 50_000_000
+
+#: Seconds spent in each solver by the theorem running now (see :func:`charge`).
+_CLOCK: dict[str, float] = {}
+
+
+def charge(solver: str, seconds: float) -> None:
+    """Record time a solver spent on a query of the running theorem."""
+    _CLOCK[solver] = _CLOCK.get(solver, 0.0) + seconds
 
 
 @dataclass(frozen=True)
@@ -29,8 +37,8 @@ class Result:
     ``status``: ``proved`` (negation unsat), ``counterexample`` (negation sat:
     ``model`` holds it), ``witness`` (the searched-for case exists: ``model``),
     ``no-witness`` (it provably does not), ``mismatch`` (the witness, replayed through the
-    generated checker, did not get the decision the theorem claims), ``unknown`` (budget exhausted; ``detail``
-    says which budget).
+    generated checker, did not get the decision the theorem claims), ``disagreement`` (z3 and cvc5
+    gave opposite answers to one query), ``unknown`` (budget exhausted; ``detail`` says which budget).
     ``model`` is a JSON-ready dict, normally a case in the ``tailguard check`` format.
     ``replay`` records what the concrete checker said about the model, when replayed.
     """
@@ -52,12 +60,13 @@ class Theorem:
     bound: str | None = None  # e.g. "at most 3 intervals per list"
 
     def run(self) -> Outcome:
+        _CLOCK.clear()
         start = time.perf_counter()
         try:
             result = self.func()
         except Exception as exc:  # a crashing proof is a failure, reported, never a pass
             result = Result("unknown", detail=f"error: {type(exc).__name__}: {exc}")
-        return Outcome(self, result, time.perf_counter() - start)
+        return Outcome(self, result, time.perf_counter() - start, dict(sorted(_CLOCK.items())))
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ class Outcome:
     theorem: Theorem
     result: Result
     seconds: float
+    solver_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -79,6 +89,7 @@ class Outcome:
             "status": self.result.status,
             "passed": self.passed,
             "seconds": round(self.seconds, 4),
+            "solver_seconds": {k: round(v, 4) for k, v in self.solver_seconds.items()},
             "bound": self.theorem.bound,
             "detail": self.result.detail,
             "model": self.result.model,

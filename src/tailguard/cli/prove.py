@@ -1,7 +1,9 @@
-"""``tailguard prove [--format text|json] [--only ID ...]``: run the theorems about the spec.
+"""``tailguard prove [--format text|json] [--only ID ...] [--solver z3|cvc5|both] [--rlimit N]``:
+run the theorems about the spec.
 
 Exit 0 only when every theorem has its expected outcome (proved, or a witness found and
-replayed); a counterexample, a missing witness, a replay mismatch or unknown exits 1.
+replayed); a counterexample, a missing witness, a replay mismatch, a disagreement between
+the solvers or unknown exits 1. Exit 2: bad usage, the spec or the solver missing.
 The theorems live in the top-level ``proofs/`` package (see ``tailguard.project``).
 """
 
@@ -14,10 +16,30 @@ import pkgutil
 import sys
 from typing import TextIO
 
+from tailguard.theorems import DEFAULT_RLIMIT
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these theorem ids")
+    parser.add_argument("--solver", choices=("z3", "cvc5", "both"), default="z3",
+                        help="who decides each query: z3 (default), cvc5 (models still come from z3), "
+                             "or both, which must agree (a disagreement fails)")
+    parser.add_argument("--rlimit", type=_positive, metavar="N", default=None,
+                        help=f"z3 resource budget per query (default {DEFAULT_RLIMIT:,}); "
+                             "an exhausted budget is unknown, which fails")
+    parser.add_argument("--cvc5-rlimit", type=_positive, metavar="N", default=None,
+                        help="cvc5 resource budget per query and strategy (default 200,000,000)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value}")
+    return value
 
 
 def load_theorems() -> None:
@@ -35,6 +57,13 @@ def load_theorems() -> None:
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import z3  # noqa: F401  (a missing solver is reported by the dispatcher)
+
+    from tailguard.backends import cvc5_check
+    from tailguard.backends.z3_eval import solver_settings
+    if args.solver != "z3" and not cvc5_check.available():
+        print(f"tailguard prove: --solver {args.solver} needs cvc5: pip install 'tailguard[prove]' "
+              "(or pip install cvc5)", file=stderr)
+        return 2
 
     from tailguard.project import ProjectNotFound
     from tailguard.speclang.load import SpecError
@@ -58,7 +87,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     for thm in selected:
         if live:
             print(f"     {thm.id:<5} {thm.title} ...", end="", file=stdout, flush=True)
-        outcome = thm.run()
+        with solver_settings(solver=args.solver, rlimit=args.rlimit, cvc5_rlimit=args.cvc5_rlimit):
+            outcome = thm.run()
         outcomes.append(outcome)
         if args.format == "text":
             mark = "ok " if outcome.passed else "FAIL"
@@ -73,9 +103,11 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 print(f"          case: {json.dumps(outcome.result.model)}", file=stdout)
     failed = [o for o in outcomes if not o.passed]
     if args.format == "json":
-        print(json.dumps({"theorems": [o.to_json() for o in outcomes], "failed": len(failed)}, indent=2),
-              file=stdout)
+        print(json.dumps({"solver": args.solver, "theorems": [o.to_json() for o in outcomes],
+                          "failed": len(failed)}, indent=2), file=stdout)
     else:
+        spent = {s: sum(o.solver_seconds.get(s, 0.0) for o in outcomes) for s in ("z3", "cvc5")}
+        print("solver time: " + ", ".join(f"{s} {v:.1f}s" for s, v in spent.items() if v), file=stdout)
         print(f"{len(outcomes) - len(failed)} of {len(outcomes)} theorems hold"
               + (f"; FAILED: {', '.join(o.theorem.id for o in failed)}" if failed else ""), file=stdout)
     return 1 if failed else 0

@@ -1,0 +1,233 @@
+"""Offsets by item key: what a framework's context holds, in the ledger's absolute offsets.
+
+Frameworks name their items (a LangChain message id, a langmem message id, the position of
+an OpenAI Agents SDK item in its store); the ledger counts units. :class:`OffsetTracker` gives
+every item the next offsets when it first appears (one offset per message, or its token count),
+keeps which items and which summaries are in the context, and turns a framework's compaction
+(what it deletes, what its summarizer was shown whole, what it keeps) into the ledger's
+arguments (:class:`Plan`). Items that vanish between two observations were evicted by someone
+else: they are recorded as truncations (items) or ``evict_summary`` (summaries), never ignored.
+
+Anything the tracker cannot place (an item back after it left, a new item before known ones,
+a summary it never recorded, a cutoff that is not a partition) raises :class:`AdapterError`
+before anything is recorded: fail closed.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from tailguard.ledger import Ledger
+
+__all__ = ["AdapterError", "Entry", "OffsetTracker", "Plan"]
+
+Pair = tuple[int, int]
+
+
+class AdapterError(ValueError):
+    """The framework's context cannot be mapped to offsets; nothing was recorded."""
+
+
+class Entry(NamedTuple):
+    """One item of a framework's context: its key, whether it is a summary, its size in units."""
+
+    key: str
+    summary: bool = False
+    size: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A compaction in ledger terms, before it is decided.
+
+    ``summary_input`` is the newest contiguous run of deleted units the summarizer saw whole
+    that ends at the tail (empty at ``tail_start`` when there is none: a smaller input only
+    refuses more, theorem T12); ``summary_covers`` equals it. ``deleted`` are the deleted
+    units as maximal runs, ``unseen`` those of them outside ``summary_input``.
+    """
+
+    summary_input: Pair
+    summary_covers: Pair
+    tail_start: int
+    saw: tuple[str, ...]
+    keeps: tuple[str, ...]
+    deleted: tuple[Pair, ...]
+    unseen: tuple[Pair, ...]
+    deleted_keys: tuple[str, ...]
+    dropped_summaries: tuple[str, ...]
+
+    def ledger_args(self) -> dict[str, object]:
+        """Keyword arguments of :meth:`Ledger.decide` (and, with ``summary=``, of ``commit``)."""
+        return {"summary_input": self.summary_input, "summary_covers": self.summary_covers,
+                "tail_start": self.tail_start, "saw": list(self.saw), "keeps": list(self.keeps)}
+
+
+def merge(pairs: Iterable[Pair]) -> tuple[Pair, ...]:
+    """Maximal runs of the union of half-open intervals (empty ones dropped)."""
+    out: list[Pair] = []
+    for lo, hi in sorted(p for p in pairs if p[0] < p[1]):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def minus(runs: Sequence[Pair], cut: Pair) -> tuple[Pair, ...]:
+    """``runs \\ [cut)`` for disjoint sorted ``runs``."""
+    out: list[Pair] = []
+    for lo, hi in runs:
+        if hi <= cut[0] or lo >= cut[1]:
+            out.append((lo, hi))
+            continue
+        if lo < cut[0]:
+            out.append((lo, cut[0]))
+        if hi > cut[1]:
+            out.append((cut[1], hi))
+    return tuple(out)
+
+
+class OffsetTracker:
+    """Items in the context by key, their offsets, and the summaries beside them."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._units: dict[str, Pair] = {}  # in the context, in offset order
+        self._gone: set[str] = set()  # left the context; seeing one again is an error
+        self._summaries: dict[str, str] = {}  # key -> ledger summary id, in the context
+        self._gone_summaries: set[str] = set()
+        self._all: dict[str, Pair] = {}  # every unit ever placed (for spill payloads)
+
+    # -- what is in the context ---------------------------------------------------------
+
+    def interval(self, key: str) -> Pair:
+        """The offsets of a unit the tracker placed."""
+        try:
+            return self._all[key]
+        except KeyError:
+            raise AdapterError(f"item {key!r} was never placed by the guard") from None
+
+    @property
+    def units(self) -> dict[str, Pair]:
+        """Keys of the units in the context and their offsets, oldest first (a copy)."""
+        return dict(self._units)
+
+    @property
+    def summaries(self) -> dict[str, str]:
+        """Keys of the summaries in the context and their ledger ids (a copy)."""
+        return dict(self._summaries)
+
+    def observe(self, entries: Sequence[Entry]) -> None:
+        """Bring the ledger up to date with the context as the framework holds it now.
+
+        New units (unknown keys) are appended, in order, after every known one; units and
+        summaries in the context that are no longer listed are recorded as evicted.
+        """
+        seen: set[str] = set()
+        last_known = -1  # the highest offset of a known unit so far, in list order
+        new: list[Entry] = []
+        listed_summaries: set[str] = set()
+        for i, e in enumerate(entries):
+            if not isinstance(e.key, str) or not e.key:
+                raise AdapterError(f"item {i}: expected a non-empty string key, got {e.key!r}")
+            if e.key in seen:
+                raise AdapterError(f"item {i}: key {e.key!r} appears twice in the context")
+            seen.add(e.key)
+            if e.summary:
+                if e.key not in self._summaries:
+                    why = ("left the context earlier" if e.key in self._gone_summaries
+                           else "was not created by a compaction the guard recorded")
+                    raise AdapterError(f"item {i}: summary {e.key!r} {why}; its coverage is unknown")
+                listed_summaries.add(e.key)
+                continue
+            if isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0:
+                raise AdapterError(f"item {i}: size must be an integer >= 0, got {e.size!r}")
+            if e.key in self._gone:
+                raise AdapterError(f"item {i}: {e.key!r} left the context earlier and is back; "
+                                   "the guard cannot give it its offsets again")
+            if e.key in self._units:
+                if new:
+                    raise AdapterError(f"item {i}: {e.key!r} was placed before the new item "
+                                       f"{new[0].key!r} that precedes it; offsets only grow")
+                lo = self._units[e.key][0]
+                if lo < last_known:
+                    raise AdapterError(f"item {i}: {e.key!r} is out of offset order")
+                last_known = lo
+            else:
+                new.append(e)
+        vanished = [k for k in self._units if k not in seen]
+        evicted = [k for k in self._summaries if k not in listed_summaries]
+        for lo, hi in merge(self._units[k] for k in vanished):
+            self.ledger.truncate(lo, hi)
+        for k in vanished:
+            del self._units[k]
+            self._gone.add(k)
+        for k in evicted:
+            self.ledger.evict_summary(self._summaries.pop(k))
+            self._gone_summaries.add(k)
+        total = sum(e.size for e in new)
+        if total:
+            self.ledger.append(total)
+        at = self.ledger.history_end - total
+        for e in new:
+            self._units[e.key] = self._all[e.key] = (at, at + e.size)
+            at += e.size
+
+    # -- a compaction -------------------------------------------------------------------
+
+    def plan(self, *, deleted: Sequence[str], shown: Iterable[str], kept: Sequence[str]) -> Plan:
+        """The compaction that deletes ``deleted``, was shown ``shown`` whole, keeps ``kept``.
+
+        ``deleted`` and ``kept`` are keys of the context (units and summaries) and together
+        must be all of it; every deleted unit must precede every kept one.
+        """
+        n = self.ledger.history_end
+        d_units = [k for k in deleted if k not in self._summaries]
+        k_units = [k for k in kept if k not in self._summaries]
+        for k in (*d_units, *k_units):
+            if k not in self._units:
+                raise AdapterError(f"item {k!r} is not in the context the guard observed")
+        listed = set(deleted) | set(kept)
+        missing = [k for k in (*self._units, *self._summaries) if k not in listed]
+        if missing or len(listed) != len(deleted) + len(kept):
+            raise AdapterError(f"the compaction does not partition the context (unaccounted: {missing[:3]})")
+        tail = min((self._units[k][0] for k in k_units), default=n)
+        if any(self._units[k][1] > tail for k in d_units):
+            raise AdapterError("the compaction deletes an item newer than one it keeps; "
+                               "offsets cannot describe that cutoff")
+        deleted_runs = merge(self._units[k] for k in d_units)
+        shown_set = set(shown)
+        seen_runs = merge(self._units[k] for k in d_units if k in shown_set)
+        run = next((r for r in seen_runs if r[1] == tail), (tail, tail))
+        saw = tuple(self._summaries[k] for k in deleted if k in self._summaries and k in shown_set)
+        keeps = tuple(self._summaries[k] for k in kept if k in self._summaries)
+        dropped = tuple(self._summaries[k] for k in deleted if k in self._summaries)
+        return Plan(run, run, tail, saw, keeps, deleted_runs, minus(deleted_runs, run),
+                    tuple(deleted), dropped)
+
+    def commit(self, plan: Plan, *, key: str, summary: str | None = None) -> str:
+        """Record the planned compaction (the ledger decides again) and its summary ``key``.
+
+        Returns the new summary's ledger id. A refusal raises and records nothing.
+        """
+        if key in self._summaries or key in self._gone_summaries or key in self._all:
+            raise AdapterError(f"summary key {key!r} is already in use")
+        sid = summary if summary is not None else self.ledger.next_summary_id
+        self.ledger.commit(summary_input=plan.summary_input, summary_covers=plan.summary_covers,
+                           tail_start=plan.tail_start, summary=sid, saw=list(plan.saw),
+                           keeps=list(plan.keeps))
+        for k in plan.deleted_keys:
+            if k in self._units:
+                del self._units[k]
+                self._gone.add(k)
+        kept = set(plan.keeps)
+        for k, s in list(self._summaries.items()):
+            if s not in kept:
+                del self._summaries[k]
+                self._gone_summaries.add(k)
+        self._summaries[key] = sid
+        return sid

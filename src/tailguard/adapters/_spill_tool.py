@@ -1,0 +1,57 @@
+"""The spill payload adapters write, and reading it back by handle.
+
+A spill is one JSON document per deleted run of offsets: which framework wrote it, the unit,
+the range ``[lo, hi)`` and, per item, its offsets, its key and the framework's own lossless
+serialization of it (LangChain's ``messages_to_dict``, an OpenAI Agents SDK input item as
+stored). The bytes are canonical (sorted keys, UTF-8), so a spill re-reads byte-exact and the
+same items give the same handle. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tailguard.spill import SpillStore
+
+__all__ = ["FORMAT", "decode_spill", "encode_spill", "read_spill"]
+
+FORMAT = "tailguard-adapter-spill"
+VERSION = 1
+
+Pair = tuple[int, int]
+
+
+def encode_spill(framework: str, unit: str, run: Pair, items: Sequence[tuple[Pair, str, Any]]) -> bytes:
+    """Canonical bytes of one spill: ``items`` are ``(offsets, key, json_value)``, oldest first."""
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "framework": framework,
+        "unit": unit,
+        "range": [run[0], run[1]],
+        "items": [{"offsets": [o[0], o[1]], "key": k, "item": v} for o, k, v in items],
+    }
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def decode_spill(data: bytes) -> dict[str, Any]:
+    """Parse and check a spill written by :func:`encode_spill`; ``ValueError`` says what is wrong."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not a tailguard adapter spill: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError("not a tailguard adapter spill (no 'format': 'tailguard-adapter-spill')")
+    if doc.get("version") != VERSION:
+        raise ValueError(f"unsupported spill version {doc.get('version')!r} (this reader knows {VERSION})")
+    items = doc.get("items")
+    if not isinstance(items, list) or not all(isinstance(x, dict) and "item" in x for x in items):
+        raise ValueError("spill 'items' must be a list of objects with an 'item'")
+    return doc
+
+
+def read_spill(store: SpillStore, handle: str) -> dict[str, Any]:
+    """Re-read a spill by handle (the store checks the bytes against the handle)."""
+    return decode_spill(store.get(handle))

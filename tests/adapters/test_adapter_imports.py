@@ -1,0 +1,43 @@
+"""The base install stays standard-library only; a missing framework names its extra."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+FRAMEWORKS = {"langchain": "langchain", "langmem": "langmem", "openai_agents": "agents"}
+
+
+def test_adapters_package_imports_no_framework() -> None:
+    code = ("import sys, tailguard.adapters, tailguard.adapters._guard, tailguard.adapters._offsets, "
+            "tailguard.adapters._spill_tool; "
+            "bad = [m for m in ('langchain', 'langchain_core', 'langgraph', 'langmem', 'agents', 'openai') "
+            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("module", "extra", "blocked"), [
+    ("langchain", "langchain", "langchain"),
+    ("langmem", "langmem", "langmem"),
+    ("openai_agents", "openai-agents", "agents"),
+])
+def test_missing_framework_names_the_extra(module: str, extra: str, blocked: str) -> None:
+    code = (f"import sys; sys.modules[{blocked!r}] = None\n"
+            f"try:\n    import tailguard.adapters.{module}\n"
+            f"except ImportError as e:\n    print(e); sys.exit(0)\nsys.exit(1)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"pip install 'tailguard[{extra}]'" in done.stdout
+
+
+def test_ci_runs_every_adapter_test() -> None:
+    """CI sets TAILGUARD_REQUIRE_FRAMEWORKS=1: there an adapter test may never be skipped."""
+    if os.environ.get("TAILGUARD_REQUIRE_FRAMEWORKS") != "1":
+        pytest.skip("only enforced where TAILGUARD_REQUIRE_FRAMEWORKS=1 (CI)")
+    missing = [m for m in FRAMEWORKS.values() if importlib.util.find_spec(m) is None]
+    assert not missing, f"frameworks missing in CI: {missing}; install '.[dev,frameworks]'"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,17 +16,29 @@ OPENHANDS = str(EX / "openhands-window-then-summarizer.toml")
 LANGCHAIN = str(EX / "langchain-no-trim.toml")
 
 
+def one(out: str) -> dict[str, Any]:
+    """The only policy of a JSON report (brief 7b's shape)."""
+    data = json.loads(out)
+    assert set(data) == {"verdict", "policies"} and len(data["policies"]) == 1
+    entry: dict[str, Any] = data["policies"][0]
+    assert data["verdict"] == entry["verdict"]
+    return entry
+
+
 def test_safe_exit_0_and_json_object() -> None:
     code, out, _ = run_cli("check-config", "--format", "json", REPAIRED)
     assert code == 0
-    data = json.loads(out)
+    data = one(out)
     assert data["verdict"] == "safe" and data["findings"] == []
 
 
-def test_unsafe_exit_1_json_list_for_several() -> None:
+def test_unsafe_exit_1_same_json_shape_for_several() -> None:
     code, out, _ = run_cli("check-config", "--format", "json", SEED, REPAIRED)
     assert code == 1
-    seed, repaired = json.loads(out)
+    data = json.loads(out)
+    assert data["verdict"] == "unsafe"
+    seed, repaired = data["policies"]
+    assert (seed["file"], repaired["file"]) == (SEED, REPAIRED)
     assert (seed["verdict"], repaired["verdict"]) == ("unsafe", "safe")
     kinds = {(f["kind"], f["stage"]) for f in seed["findings"]}
     assert kinds == {("unenforceable", 0), ("hole", 0)}
@@ -34,11 +47,11 @@ def test_unsafe_exit_1_json_list_for_several() -> None:
 
 
 def test_unknown_exit_3_names_budget() -> None:
-    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5",
-                           "--spacer-ms", "1", OPENHANDS)
+    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5", OPENHANDS)
     assert code == 3
-    data = json.loads(out)
+    data = one(out)
     assert data["verdict"] == "unknown" and "budget" in data["unknown_reason"]
+    assert "--depth 5" in data["unknown_reason"] and data["exhausted"] in ("depth", "budget")
 
 
 def test_bad_input_exit_2_without_traceback(tmp_path: Path) -> None:
@@ -93,11 +106,11 @@ def test_emitted_trace_makes_the_audit_report_the_loss(tmp_path: Path, profile: 
 def test_profile_flag_and_reports_name_it() -> None:
     code, out, _ = run_cli("check-config", "--format", "json", LANGCHAIN)
     assert code == 0
-    data = json.loads(out)
+    data = one(out)
     assert (data["verdict"], data["profile"]) == ("safe", "partitioned")
     code, out, _ = run_cli("check-config", "--profile", "strict", "--format", "json", LANGCHAIN)
     assert code == 1
-    data = json.loads(out)
+    data = one(out)
     assert (data["verdict"], data["profile"]) == ("unsafe", "strict")
     [floor] = data["findings"]
     assert floor["kind"] == "floor" and floor["detail"] == "floor turns not in the summarizer input"
@@ -124,8 +137,83 @@ def test_suggest_boundary_is_exact(tmp_path: Path) -> None:
         'keep_unit = "turns"\nkeep = 2\nsummary_tokens = 1\n', encoding="utf-8")
     code, out, _ = run_cli("check-config", "--format", "json", "--suggest", str(policy))
     assert code == 1
-    by_knob = {s["knob"]: s for s in json.loads(out)["suggestions"]}
+    by_knob = {s["knob"]: s for s in one(out)["suggestions"]}
     trig = by_knob["stage.1.trigger"]
     assert (trig["to"], trig["beyond"], trig["beyond_verdict"]) == (10, 11, "unsafe")
     limit = by_knob["stage.0.limit"]
     assert (limit["to"], limit["beyond"]) == (13, 12)
+
+
+def test_a_bad_file_is_reported_in_place_and_the_others_are_checked(tmp_path: Path) -> None:
+    """Issue 10 point 6: one malformed file in a batch used to empty the whole output."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('turn_tokens = [1, 5]\nfloor = 2\nfloor_unit = "turn"\n', encoding="utf-8")
+    code, out, err = run_cli("check-config", "--format", "json", SEED, str(bad), REPAIRED)
+    assert code == 2 and f"{bad}:3: floor_unit: unit must be" in err
+    data = json.loads(out)
+    assert data["verdict"] == "error"
+    assert [e["verdict"] for e in data["policies"]] == ["unsafe", "error", "safe"]
+    entry = data["policies"][1]
+    assert (entry["file"], entry["line"], entry["key"]) == (str(bad), 3, "floor_unit")
+    assert entry["error"].startswith(f"{bad}:3: floor_unit: unit must be")
+    code, out, _ = run_cli("check-config", "--format", "sarif", SEED, str(bad))
+    assert code == 2
+    results = json.loads(out)["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"unenforceable", "hole", "input"}
+    [error] = [r for r in results if r["ruleId"] == "input"]
+    assert error["level"] == "error"
+    assert error["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    code, out, err = run_cli("check-config", str(bad), REPAIRED)
+    assert code == 2 and "safe: seed-repaired" in out and str(bad) not in out
+    assert f"{bad}:3: floor_unit: unit must be" in err
+
+
+def test_sarif_has_version_rule_help_relative_uris_code_flow_and_fixes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10 point 6."""
+    import tailguard
+
+    monkeypatch.chdir(EX.parents[1])
+    code, out, _ = run_cli("check-config", "--format", "sarif", SEED)
+    assert code == 1
+    run = json.loads(out)["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["version"] == tailguard.__version__
+    assert driver["properties"]["spec_version"] == tailguard.SPEC_VERSION
+    assert all(r["fullDescription"]["text"] and r["help"]["text"] for r in driver["rules"])
+    ids = {r["id"] for r in driver["rules"]}
+    assert {r["ruleId"] for r in run["results"]} <= ids
+    for result in run["results"]:
+        where = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert where == {"uri": "examples/policies/seed-incident.toml", "uriBaseId": "%SRCROOT%"}
+    [hole] = [r for r in run["results"] if r["ruleId"] == "hole"]
+    steps = hole["codeFlows"][0]["threadFlows"][0]["locations"]
+    texts = [s["location"]["message"]["text"] for s in steps]
+    assert texts == ["appends 1 to 8: 20000 tokens each", "append 9: 1 tokens; hole at stage 0"]
+    [unenforceable] = [r for r in run["results"] if r["ruleId"] == "unenforceable"]
+    assert "codeFlows" not in unenforceable
+    outside = tmp_path / "p.toml"
+    outside.write_text(
+        'turn_tokens = [1, 3]\nfloor = 2\nfloor_unit = "tokens"\n'
+        '[[stage]]\nkind = "truncate"\nunit = "tokens"\nlimit = 12\n'
+        '[[stage]]\nkind = "compact"\ntrigger_unit = "tokens"\ntrigger = 11\n'
+        'keep_unit = "turns"\nkeep = 2\nsummary_tokens = 1\n', encoding="utf-8")
+    code, out, _ = run_cli("check-config", "--format", "sarif", "--suggest", str(outside))
+    assert code == 1
+    results = json.loads(out)["runs"][0]["results"]
+    assert results[0]["locations"][0]["physicalLocation"]["artifactLocation"] == \
+        {"uri": outside.resolve().as_uri()}
+    fixes = results[0]["fixes"]
+    changes = {(f["artifactChanges"][0]["replacements"][0]["deletedRegion"]["startLine"],
+                f["artifactChanges"][0]["replacements"][0]["insertedContent"]["text"])
+               for f in fixes}
+    assert {(11, "trigger = 10"), (7, "limit = 13"), (1, "turn_tokens = [1, 2]")} <= changes
+    assert all("fixes" not in r for r in results[1:])
+
+
+def test_json_findings_carry_append_number_and_offsets() -> None:
+    code, out, _ = run_cli("check-config", "--format", "json", SEED)
+    assert code == 1
+    hole = next(f for f in one(out)["findings"] if f["kind"] == "hole")
+    assert (hole["step"], hole["offsets"], len(hole["trace"])) == (9, [0], 9)

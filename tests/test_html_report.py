@@ -282,7 +282,7 @@ def test_check_config_html_unknown(tmp_path: Path) -> None:
     """A budget that runs out: exit 3, and the page says unknown, never safe."""
     report = tmp_path / "u.html"
     policy = POLICIES["langchain-clipped-summarizer"]
-    code, _, err = run_cli("check-config", "--depth", "1", "--spacer-ms", "1", "--html", str(report), str(policy))
+    code, _, err = run_cli("check-config", "--depth", "1", "--budget", "1", "--html", str(report), str(policy))
     assert code == 3, err
     page = report.read_text(encoding="utf-8")
     assert '<section class="policy" data-verdict="unknown">' in page

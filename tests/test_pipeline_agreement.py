@@ -1,6 +1,6 @@
 """Differential test: the z3 engine agrees with the exhaustive explorer on random small
 policies (every knob, every stage order, pinned turns, base tokens, ``input`` of each
-compact stage) under both check-config profiles (``partitioned`` and ``strict``).
+compact stage, a model window) under both check-config profiles (``partitioned`` and ``strict``).
 
 Longer run (1,000 policies, about 2.5 minutes on 2 cores)::
 
@@ -42,6 +42,7 @@ def policies(draw: st.DrawFn) -> Policy:
         floor=draw(st.integers(0, 5)), floor_unit=draw(units),
         stages=tuple(draw(st.lists(stages(), min_size=1, max_size=3))),
         base_tokens=draw(st.integers(0, 3)), keep_first=draw(st.integers(0, 2)),
+        window=draw(st.sampled_from([0, 0, 0, 6, 8, 10, 12, 16])),  # spec 1.1
     )
 
 
@@ -52,9 +53,13 @@ def _agree(policy: Policy, profile: Profile) -> None:
     oracle = explore(policy, max_states=50_000, profile=profile)
     if oracle.verdict == "unknown":
         return
-    got = decide(policy, Budget(spacer_ms=10_000), profile=profile)
+    got = decide(policy, Budget(), profile=profile)
     assert got.verdict == oracle.verdict, (profile, policy, oracle, got)
     assert len(got.trace) == len(oracle.trace), (profile, policy, oracle.trace, got.trace)
+    # brief 6b: the same truncators unenforceable (dynamics unsafe) or dead (safe)
+    assert {(f.kind, f.stage) for f in got.findings if f.kind == "unenforceable"} == \
+        {(f.kind, f.stage) for f in oracle.findings if f.kind == "unenforceable"}
+    assert got.notes == oracle.notes
     if got.trace:
         found, at = replay(policy, list(got.trace), profile)
         assert at == len(got.trace) and found

@@ -7,7 +7,7 @@ import pytest
 
 from tailguard.pipeline.model import State, step
 from tailguard.pipeline.policy import Compact, Policy, Truncate
-from tailguard.pipeline.solver import decide
+from tailguard.pipeline.solver import Budget, decide
 
 TMAX = 20_000
 
@@ -65,3 +65,51 @@ def test_overflow_from_pinned_turns() -> None:
     assert [f.kind for f in found[2]] == ["overflow"]
     got = decide(policy)
     assert got.verdict == "unsafe" and len(got.trace) == 3 and sum(got.trace) > 25
+
+
+def test_unenforceable_only_for_a_truncator_that_can_fire() -> None:
+    """Brief 6b: a mismatched truncator that never fires is a ``dead_stage`` note, not a
+    finding; both engines agree, and a mismatched truncator that fires stays a finding."""
+    from tailguard.pipeline.explorer import explore
+
+    dead = Policy("dead", 1, 2, 2, "turns", (Truncate("tokens", 1000), Compact("turns", 4, "turns", 2, 1)))
+    for got in (decide(dead), explore(dead)):
+        assert got.verdict == "safe" and got.findings == ()
+        assert [(n.kind, n.stage) for n in got.notes] == [("dead_stage", 0)]
+    live = Policy("live", 1, 2, 2, "turns", (Truncate("tokens", 5), Compact("turns", 4, "turns", 2, 1)))
+    for got in (decide(live), explore(live)):
+        assert got.verdict == "unsafe" and got.notes == ()
+        kinds = {(f.kind, f.stage, f.detail.rpartition("; ")[2]) for f in got.findings}
+        assert ("unenforceable", 0, "it evicts in this session") in kinds
+        assert ("hole", 0, "truncated, never summarized") in kinds
+    # dynamics unsafe through another stage: the truncator was not proved dead
+    other = Policy("other", 1, 2, 2, "turns", (Truncate("tokens", 1000), Compact("turns", 4, "turns", 1, 1)))
+    for got in (decide(other), explore(other)):
+        assert got.verdict == "unsafe"
+        assert ("unenforceable", "not proved dead") in {
+            (f.kind, f.detail.rpartition("; ")[2]) for f in got.findings}
+    # dynamics unknown: nothing is claimed about the truncator, and the verdict is unknown
+    deep = Policy("deep", 1, 1, 0, "turns", (Truncate("tokens", 30), Compact("turns", 40, "turns", 5, 1)))
+    got = decide(deep, Budget.of(depth=10))
+    assert got.verdict == "unknown" and got.findings == () and got.notes == ()
+
+
+def test_unreachable_compact_stage_is_a_note() -> None:
+    """Brief 6b: OpenHands' shape (a 100-turn window before a summarizer at 120 turns): the
+    summarizer never fires; both engines note it beside the hole it leads to."""
+    from tailguard.pipeline.explorer import explore
+    from tailguard.pipeline.model import unreachable_stages
+
+    shape = Policy("oh", 1, 1, 2, "turns", (Truncate("turns", 5), Compact("turns", 7, "turns", 3, 1)))
+    for got in (decide(shape), explore(shape)):
+        assert got.verdict == "unsafe" and [f.kind for f in got.findings] == ["hole"]
+        assert [(n.kind, n.stage, n.offsets) for n in got.notes] == [("unreachable", 1, (0,))]
+    assert unreachable_stages(shape)[0].detail == "trigger 7 turns above stage 0's limit 5"
+    reachable = (
+        (Truncate("turns", 7), Compact("turns", 7, "turns", 3, 1)),  # trigger == limit: fires
+        (Truncate("tokens", 5), Compact("turns", 7, "turns", 3, 1)),  # another unit
+        (Truncate("turns", 5), Compact("turns", 2, "turns", 1, 9), Compact("turns", 7, "turns", 3, 1)),
+        (Compact("turns", 7, "turns", 3, 1), Truncate("turns", 5)),  # truncate after it
+    )
+    for stages in reachable:  # the third: stage 1 fires, stage 2 follows a compaction
+        assert unreachable_stages(Policy("r", 1, 1, 2, "turns", stages)) == (), stages

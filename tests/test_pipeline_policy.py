@@ -35,7 +35,9 @@ def test_defaults_apply() -> None:
 
 @pytest.mark.parametrize(("edit", "message"), [
     (("limit = 9", "limit = -1"), "p.toml:9: stage.0.limit: must be >= 0, got -1"),
-    (("limit = 9", 'limit = "9"'), "p.toml:9: stage.0.limit: expected a non-negative integer, got '9'"),
+    (("limit = 9", 'limit = "9"'),
+     "p.toml:9: stage.0.limit: expected a non-negative integer or [\"fraction\", x] of the window, "
+     "got '9'"),
     (('\nunit = "turns"', '\nunit = "pages"'),
      'p.toml:8: stage.0.unit: unit must be "turns" or "tokens", got \'pages\''),
     (("keep = 3\n", ""), "p.toml:11: stage.1.keep: required key is missing"),
@@ -71,3 +73,52 @@ def test_toml_syntax_error_has_line() -> None:
     with pytest.raises(PolicyError) as info:
         parse_policy(GOOD.replace("floor = 3", "floor = = 3"), "p.toml")
     assert str(info.value).startswith("p.toml:3: toml: ")
+
+
+WINDOWED = GOOD.replace('name = "p"', 'name = "p"\nwindow = 1000').replace(
+    'unit = "turns"\nlimit = 9', 'unit = "tokens"\nlimit = ["fraction", 0.95]').replace(
+    "trigger = 50", 'trigger = ["fraction", 0.29]')
+
+
+def test_window_and_fractions_resolve_as_the_frameworks_compute_them() -> None:
+    """``int(x * window)``: 0.29 * 200000 is 57999.99999999999 in floating point, and
+    LangChain's ``int(max_input_tokens * fraction)`` gives 57999 too."""
+    p = parse_policy(WINDOWED, "p.toml")
+    assert p.window == 1000
+    assert p.stages[0] == Truncate("tokens", 950, line=7)
+    assert p.stages[1].trigger == 290  # type: ignore[union-attr]
+    wide = parse_policy(WINDOWED.replace("window = 1000", "window = 200000"), "p.toml")
+    assert wide.stages[1].trigger == 57999  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("window = 1000", "window = 0"), "p.toml:2: window: must be >= 1 token, got 0"),
+    (("window = 1000\n", ""),
+     "p.toml:9: stage.0.limit: a fraction of the window needs a top-level `window`"),
+    (('["fraction", 0.95]', '["fraction", 1.5]'),
+     "p.toml:10: stage.0.limit: fraction must be in [0, 1], got 1.5"),
+    (('["fraction", 0.95]', '["share", 0.5]'),
+     "p.toml:10: stage.0.limit: expected an integer or [\"fraction\", x], got ['share', 0.5]"),
+    (('keep = 3', 'keep = ["fraction", 0.1]'),
+     "p.toml:17: stage.1.keep: a fraction of the window is in tokens, but keep_unit is 'turns'"),
+])
+def test_window_errors_name_file_line_and_key(edit: tuple[str, str], message: str) -> None:
+    with pytest.raises(PolicyError) as err:
+        parse_policy(WINDOWED.replace(*edit), "p.toml")
+    assert str(err.value) == message
+
+
+def test_window_overflow_without_a_truncate_stage() -> None:
+    """Brief 6b / issue 10: LangChain's shape with no truncator, turns of up to 20k tokens
+    and 20 kept: the tail alone outgrows a 200k window (1.0 said safe: no stage overflowed)."""
+    from tailguard.pipeline.solver import decide
+
+    text = ('window = 200000\nbase_tokens = 1000\nturn_tokens = [1, 20000]\nfloor = 20\n'
+            'floor_unit = "turns"\n[[stage]]\nkind = "compact"\ntrigger_unit = "tokens"\n'
+            'trigger = ["fraction", 0.85]\nkeep_unit = "turns"\nkeep = 20\nsummary_tokens = 1500\n')
+    got = decide(parse_policy(text, "w.toml"))
+    assert got.verdict == "unsafe" and len(got.trace) == 10
+    [over] = got.findings
+    assert (over.kind, over.stage, over.detail) == ("overflow", 1, "200001 tokens > window 200000")
+    unbounded = text.replace("window = 200000\n", "").replace('["fraction", 0.85]', "170000")
+    assert decide(parse_policy(unbounded, "w.toml")).verdict == "safe"

@@ -3,7 +3,8 @@
 ``--profile partitioned`` (default) or ``strict`` picks the floor rule (brief 6b): the
 newest F units verbatim in the context after every compaction, and under ``strict`` also
 inside the summarizer's input. Exit 0 all safe, 1 any unsafe, 3 any unknown and none
-unsafe, 2 unusable input (``FILE:LINE: key: reason``, never a traceback).
+unsafe, 2 any unusable file (``FILE:LINE: key: reason`` on stderr, never a traceback; the
+other files are still checked and the bad one is reported in place: verdict ``error``).
 """
 
 from __future__ import annotations
@@ -27,40 +28,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the failing session as a JSONL event log for `tailguard audit`")
     parser.add_argument("--html", metavar="REPORT.html",
                         help="also write the verdicts as one self-contained HTML page (docs/html-report.md)")
-    parser.add_argument("--depth", type=int, default=150, help="bounded-search depth budget")
-    parser.add_argument("--spacer-ms", type=int, default=20_000,
-                        help="invariant-search time budget per policy (ms)")
+    parser.add_argument("--depth", type=int, default=150,
+                        help="depth budget: the longest session the bounded search tries (appends)")
+    parser.add_argument("--budget", type=int, default=100, metavar="N",
+                        help="solver budget: N million z3 resource units (rlimit) for each solver "
+                             "query and for the invariant search; counted in work, not time, so "
+                             "the verdict does not depend on the machine (default 100)")
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """Check every policy; print the report; return the exit code."""
-    from tailguard.pipeline.policy import PolicyError, load_policy
+    from tailguard.pipeline.policy import Policy, PolicyError, load_policy
+    from tailguard.pipeline.report import EXIT_CODES, BadFile, Entry, Report, overall
 
-    try:
-        policies = [load_policy(p) for p in args.policies]
-    except PolicyError as exc:
-        print(f"tailguard check-config: {exc}", file=stderr)
+    if args.depth < 1 or args.budget < 1:
+        print("tailguard check-config: --depth and --budget must be >= 1", file=stderr)
         return 2
-    if args.depth < 1 or args.spacer_ms < 1:
-        print("tailguard check-config: --depth and --spacer-ms must be >= 1", file=stderr)
-        return 2
+    loaded: list[Policy | BadFile] = []
+    for path in args.policies:  # a bad file is reported in its place; the others are checked
+        try:
+            loaded.append(load_policy(path))
+        except PolicyError as exc:
+            print(f"tailguard check-config: {exc}", file=stderr)
+            loaded.append(BadFile(exc.file, exc.line, exc.key, exc.reason, str(exc)))
     from tailguard.pipeline.model import Profile
-    from tailguard.pipeline.report import Report, render_json, render_sarif, render_text
+    from tailguard.pipeline.report import render_json, render_sarif, render_text
     from tailguard.pipeline.solver import Budget, decide
     from tailguard.pipeline.suggest import suggest
     from tailguard.pipeline.trace import render_jsonl, session_events
 
     profile: Profile = "strict" if args.profile == "strict" else "partitioned"
-    budget = Budget(depth=args.depth, spacer_ms=args.spacer_ms)
-    reports: list[Report] = []
-    for policy in policies:
+    budget = Budget.of(args.budget, depth=args.depth)
+    entries: list[Entry] = []
+    for policy in loaded:
+        if isinstance(policy, BadFile):
+            entries.append(policy)
+            continue
         decision = decide(policy, budget, profile=profile)
         progress = (lambda line: print(line, file=stderr, flush=True)) if stderr.isatty() else None
         extra = (suggest(policy, budget, progress, profile=profile)
                  if args.suggest and decision.verdict != "safe" else [])
-        reports.append(Report(policy, decision, extra))
+        entries.append(Report(policy, decision, extra))
     if args.emit_trace:
-        failing = next((r for r in reports if r.decision.trace), None)
+        failing = next((r for r in entries if isinstance(r, Report) and r.decision.trace), None)
         if failing is None:
             print("tailguard check-config: no failing session to emit", file=stderr)
         else:
@@ -77,13 +87,10 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.html:
         from tailguard.report_html import policy_report, write_html
 
-        problem = write_html(args.html, policy_report(list(reports), args.profile))
+        problem = write_html(args.html, policy_report(list(entries), args.profile, budget.rlimit))
         if problem is not None:
             print(f"tailguard check-config: --html: {problem}", file=stderr)
             return 2
     render = {"text": render_text, "json": render_json, "sarif": render_sarif}[args.format]
-    stdout.write(render(reports))
-    verdicts = {r.decision.verdict for r in reports}
-    if "unsafe" in verdicts:
-        return 1
-    return 3 if "unknown" in verdicts else 0
+    stdout.write(render(entries))
+    return EXIT_CODES[overall(entries)]

@@ -42,7 +42,7 @@ class AState:
 
 def tokens_matter(policy: Policy) -> bool:
     """Whether any check ever reads a token count (else turn sizes are irrelevant)."""
-    if policy.floor_unit == "tokens":
+    if policy.floor_unit == "tokens" or policy.window:
         return True
     for s in policy.stages:
         if isinstance(s, Truncate) and s.unit == "tokens":
@@ -171,6 +171,10 @@ def encode_step(
             z3.If(fire, kt, cur.L),
             tuple(z3.If(z3.And(fire, j >= kt), 0, wj) for j, wj in enumerate(cur.w)),
         )
+    if policy.window:  # spec 1.1: over the window after the stages is an overflow
+        over = occupancy(policy, cur, "tokens") > policy.window
+        bad.append((len(policy.stages), z3.And(*conds, over)))
+        conds.append(z3.Not(over))
     return Step(cur, z3.And(*conds), bad, inputs, z3.And(*input_ok))
 
 

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
-from tailguard.pipeline.model import DEFAULT_PROFILE, Finding, Profile, State, static_findings, step
+from tailguard.pipeline.model import DEFAULT_PROFILE, Finding, Profile, State, step, with_static
 from tailguard.pipeline.policy import Policy
 
 Key = tuple[int, int, int, bool, tuple[int, ...]]
@@ -30,6 +30,7 @@ class Exploration:
     trace: tuple[int, ...]
     states: int
     detail: str = ""
+    notes: tuple[Finding, ...] = ()
 
 
 def _key(policy: Policy, state: State) -> Key:
@@ -44,9 +45,8 @@ def explore(
 ) -> Exploration:
     """Search every session breadth-first under ``profile``; ``unknown`` when ``max_states``
     runs out."""
-    static = tuple(static_findings(policy))
     if not policy.stages:
-        return Exploration("unsafe" if static else "safe", static, (), 1)
+        return Exploration("safe", (), (), 1)
     start = State()
     seen: set[Key] = {_key(policy, start)}
     queue: deque[tuple[State, tuple[int, ...]]] = deque([(start, ())])
@@ -56,14 +56,14 @@ def explore(
             nxt = state.copy()
             found = step(policy, nxt, size, profile=profile)
             if found:
-                return Exploration("unsafe", static + tuple(found), (*trace, size), len(seen))
+                findings, notes = with_static(policy, "unsafe", tuple(found))
+                return Exploration("unsafe", findings, (*trace, size), len(seen), notes=notes)
             key = _key(policy, nxt)
             if key in seen:
                 continue
             if len(seen) >= max_states:
-                return Exploration(
-                    "unknown", static, (), len(seen), f"state budget {max_states} exhausted"
-                )
+                return Exploration("unknown", (), (), len(seen), f"state budget {max_states} exhausted",
+                                   with_static(policy, "unknown", ())[1])
             seen.add(key)
             queue.append((nxt, (*trace, size)))
-    return Exploration("unsafe" if static else "safe", static, (), len(seen))
+    return Exploration("safe", (), (), len(seen), notes=with_static(policy, "safe", ())[1])

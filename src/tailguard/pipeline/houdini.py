@@ -23,6 +23,8 @@ Lemma = Callable[[AState], Any]
 def candidates(policy: Policy) -> list[Lemma]:
     """Occupancy bounds suggested by the policy's constants."""
     bounds: dict[str, set[int]] = {"turns": set(), "tokens": set()}
+    if policy.window:
+        bounds["tokens"].add(policy.window)
     for s in policy.stages:
         if isinstance(s, Truncate):
             bounds[s.unit].add(s.limit)
@@ -68,6 +70,7 @@ def houdini(
     for _ in range(rounds):
         solver = z3.Solver()
         solver.set("rlimit", rlimit)
+        solver.set("random_seed", 0)
         solver.add(base, *[c(st) for c in pool])
         solver.add(z3.Not(z3.And(*[c(step.nxt) for c in pool], z3.BoolVal(True))))
         result = solver.check()
@@ -84,6 +87,7 @@ def houdini(
         return None
     solver = z3.Solver()
     solver.set("rlimit", rlimit)
+    solver.set("random_seed", 0)
     solver.add(basic(policy, st), step.input_ok, *[c(st) for c in pool])
     solver.add(z3.Or(*[b for _, b in step.bad], z3.BoolVal(False)))
     if solver.check() != z3.unsat:

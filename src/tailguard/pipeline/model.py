@@ -16,7 +16,7 @@ from typing import Literal
 
 from tailguard.pipeline.policy import Compact, Policy, Truncate
 
-Kind = Literal["hole", "floor", "overflow", "unenforceable"]
+Kind = Literal["hole", "floor", "overflow", "unenforceable", "dead_stage", "unreachable"]
 Profile = Literal["partitioned", "strict"]
 PROFILES: tuple[Profile, ...] = ("partitioned", "strict")
 DEFAULT_PROFILE: Profile = "partitioned"
@@ -28,7 +28,8 @@ FLOOR_INPUT = "floor turns not in the summarizer input"
 
 @dataclass(frozen=True)
 class Finding:
-    """A loss: ``kind`` at stage ``stage`` (0-based) after append number ``step`` (1-based)."""
+    """A loss: ``kind`` at stage ``stage`` (0-based) after append number ``step`` (1-based).
+    ``stage == len(policy.stages)``: the model's window, checked after every stage."""
 
     kind: Kind
     stage: int
@@ -63,20 +64,20 @@ class State:
     pinned: list[int] = field(default_factory=list)
     summary: bool = False
     summary_tokens: int = 0
+    body: int = 0  # tokens of the pinned and verbatim turns, kept up to date by ``step``
 
     def occupancy(self, policy: Policy, unit: str) -> int:
         """Tokens: base + summary + verbatim sizes; turns: verbatim turns (pinned included)."""
         if unit == "turns":
             return len(self.pinned) + len(self.verbatim)
         summary_tokens = self.summary_tokens if self.summary else 0
-        body = sum(self.sizes[i] for i in self.pinned) + sum(self.sizes[i] for i in self.verbatim)
-        return policy.base_tokens + summary_tokens + body
+        return policy.base_tokens + summary_tokens + self.body
 
     def copy(self) -> State:
         """An independent copy (the explorer branches on every size)."""
         return State(
             list(self.sizes), list(self.verbatim), list(self.pinned), self.summary,
-            self.summary_tokens,
+            self.summary_tokens, self.body,
         )
 
 
@@ -114,12 +115,70 @@ def floor_turns(policy: Policy, sizes: list[int]) -> list[int]:
 
 
 def static_findings(policy: Policy) -> list[Finding]:
-    """``unenforceable``: the floor unit differs from a truncate stage's unit."""
+    """Candidate ``unenforceable`` findings: truncate stages whose unit differs from the
+    floor's. Whether one is reported depends on the dynamics (:func:`with_static`)."""
     return [
         Finding("unenforceable", i, 0, (), f"floor in {policy.floor_unit}, truncate in {s.unit}")
         for i, s in enumerate(policy.stages)
         if isinstance(s, Truncate) and s.unit != policy.floor_unit
     ]
+
+
+def dead_stages(policy: Policy) -> tuple[Finding, ...]:
+    """``dead_stage`` notes for a policy whose dynamics are proved safe: every truncate stage
+    then never fires (a truncate stage over its limit always drops a turn, a hole, or
+    overflows), so none can evict anything on any session."""
+    return tuple(
+        Finding("dead_stage", i, 0, (), f"truncate {s.unit} > {s.limit} never fires")
+        for i, s in enumerate(policy.stages) if isinstance(s, Truncate)
+    )
+
+
+def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
+    """``unreachable`` notes (brief 6b): compact stages whose trigger is above every
+    occupancy the stages before them allow. After ``truncate(unit, L)`` the occupancy in
+    ``unit`` is at most ``L`` (or the stage overflowed: a finding), and further truncate
+    stages only lower it, so a compact stage triggering in that unit at more than ``L``,
+    with only truncate stages between, never fires before a session's first loss (a
+    compaction could raise the token count, its summary being larger than what it
+    replaced, so one in between ends the argument)."""
+    out: list[Finding] = []
+    caps: dict[str, tuple[int, int]] = {}  # unit -> (lowest limit, its stage) since the last compact
+    for i, s in enumerate(policy.stages):
+        if isinstance(s, Truncate):
+            if s.unit not in caps or s.limit < caps[s.unit][0]:
+                caps[s.unit] = (s.limit, i)
+            continue
+        cap = caps.get(s.trigger_unit)
+        if cap is not None and s.trigger > cap[0]:
+            out.append(Finding("unreachable", i, 0, (cap[1],),
+                               f"trigger {s.trigger} {s.trigger_unit} above stage {cap[1]}'s "
+                               f"limit {cap[0]}"))
+        caps = {}
+    return tuple(out)
+
+
+def with_static(
+    policy: Policy, verdict: str, found: tuple[Finding, ...]
+) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """Brief 6b: ``unenforceable`` only for a truncate stage that can evict something. Given
+    the verdict of the session dynamics and the findings of the failing append, the
+    (findings, notes) to report. Dynamics ``safe``: no truncate stage ever fires, each is a
+    ``dead_stage`` note and nothing is unenforceable. ``unsafe``: each mismatched truncate
+    stage is ``unenforceable``; its detail says whether it evicts in the failing session or
+    was simply not proved dead. ``unknown``: nothing is claimed either way. Whatever the
+    verdict, compact stages that can never fire are ``unreachable`` notes."""
+    if verdict == "safe":
+        return (), dead_stages(policy) + unreachable_stages(policy)
+    if verdict != "unsafe":
+        return (), unreachable_stages(policy)
+    fired = {f.stage for f in found if f.kind in ("hole", "overflow")}
+    static = tuple(
+        Finding(f.kind, f.stage, f.step, f.offsets,
+                f"{f.detail}; {'it evicts in this session' if f.stage in fired else 'not proved dead'}")
+        for f in static_findings(policy)
+    )
+    return static + found, unreachable_stages(policy)
 
 
 def step(
@@ -134,6 +193,7 @@ def step(
     number = len(state.sizes) + 1
     index = len(state.sizes)
     state.sizes.append(size)
+    state.body += size
     (state.pinned if index < policy.keep_first else state.verbatim).append(index)
     if events is not None:
         events.append(Event("append", (size,)))
@@ -142,6 +202,7 @@ def step(
             dropped: list[int] = []
             while state.occupancy(policy, stage.unit) > stage.limit and state.verbatim:
                 dropped.append(state.verbatim.pop(0))
+                state.body -= state.sizes[dropped[-1]]
             if dropped:
                 hole = Finding("hole", i, number, tuple(dropped), "truncated, never summarized")
                 found.append(hole)
@@ -153,6 +214,10 @@ def step(
                 found.append(Finding("overflow", i, number, (), f"{occ} {stage.unit} > {stage.limit}"))
         else:
             found.extend(_compact(policy, state, stage, i, number, events, profile))
+    if policy.window and state.occupancy(policy, "tokens") > policy.window:
+        occ = state.occupancy(policy, "tokens")
+        found.append(Finding("overflow", len(policy.stages), number, (),
+                             f"{occ} tokens > window {policy.window}"))
     return found
 
 
@@ -184,6 +249,7 @@ def _compact(
         if unseen:
             found.append(Finding("hole", i, number, tuple(unseen), "summarizer input clipped"))
     state.verbatim = state.verbatim[len(candidates) :]
+    state.body -= sum(state.sizes[j] for j in candidates)
     state.summary = True
     state.summary_tokens = stage.summary_tokens
     floor = floor_turns(policy, state.sizes)
@@ -214,3 +280,51 @@ def replay(
         if found:
             return found, number
     return [], 0
+
+
+def _fails_at(policy: Policy, state: State, suffix: list[int], at: int, profile: Profile) -> bool:
+    """Whether running ``suffix`` from ``state`` (a copy) first finds something at its
+    ``at``-th append (1-based) and not before."""
+    probe = state.copy()
+    for number, size in enumerate(suffix, start=1):
+        if step(policy, probe, size, profile=profile):
+            return number == at
+    return False
+
+
+def canonical_trace(
+    policy: Policy, trace: list[int], profile: Profile = DEFAULT_PROFILE
+) -> tuple[int, ...]:
+    """The failing ``trace`` with the smallest sizes that still reproduce it: each append,
+    oldest first, lowered to the smallest size (``turn_min`` first, else by bisection) with
+    which the session still finds its first loss at its last append. A deterministic
+    function of the trace, so a report never shows solver noise; a trace that does not fail
+    at its last append is returned unchanged (the caller's replay then rejects it).
+
+    >>> from tailguard.pipeline.policy import Truncate
+    >>> p = Policy("p", 1, 9, 0, "tokens", (Truncate("tokens", 10),))
+    >>> canonical_trace(p, [7, 9])
+    (2, 9)
+    """
+    sizes = list(trace)
+    length = len(sizes)
+    state = State()
+    if not length or not _fails_at(policy, state, sizes, length, profile):
+        return tuple(trace)
+    for i in range(length):
+        rest = sizes[i + 1 :]
+        if sizes[i] > policy.turn_min:
+            if _fails_at(policy, state, [policy.turn_min, *rest], length - i, profile):
+                sizes[i] = policy.turn_min
+            else:  # bisect [turn_min, size]: lo does not reproduce, hi does
+                lo, hi = policy.turn_min, sizes[i]
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if _fails_at(policy, state, [mid, *rest], length - i, profile):
+                        hi = mid
+                    else:
+                        lo = mid
+                sizes[i] = hi
+        step(policy, state, sizes[i], profile=profile)
+    return tuple(sizes)
+

@@ -71,6 +71,7 @@ class Policy:
     stages: tuple[Stage, ...] = ()
     base_tokens: int = 0
     keep_first: int = 0
+    window: int = 0  # spec 1.1: the model's context window in tokens (0: none)
     file: str = "<policy>"
     lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
 
@@ -95,7 +96,9 @@ class Policy:
         return 1
 
 
-_TOP = {"name", "base_tokens", "keep_first", "turn_tokens", "floor", "floor_unit", "stage"}
+_TOP = {"name", "base_tokens", "keep_first", "turn_tokens", "floor", "floor_unit", "stage", "window"}
+# knobs that may be written ["fraction", x]: x of the window, rounded down (brief 6b)
+_FRACTIONAL = {"limit", "trigger", "keep", "input_limit"}
 _TRUNCATE = {"kind", "unit", "limit"}
 _COMPACT = {
     "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit", "input",
@@ -127,8 +130,8 @@ def _locate(text: str) -> dict[str, int]:
 class _Reader:
     """Typed accessors that raise :class:`PolicyError` naming file, line and key."""
 
-    def __init__(self, file: str, lines: dict[str, int]) -> None:
-        self.file, self.lines = file, lines
+    def __init__(self, file: str, lines: dict[str, int], window: int = 0) -> None:
+        self.file, self.lines, self.window = file, lines, window
 
     def fail(self, key: str, reason: str) -> PolicyError:
         probe = key
@@ -142,11 +145,27 @@ class _Reader:
                 raise self.fail(path, "required key is missing")
             return default
         value = table[key]
+        if isinstance(value, list) and key in _FRACTIONAL and path.startswith("stage."):
+            return self.fraction(value, path)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(path, f"expected a non-negative integer, got {value!r}")
+            hint = ' or ["fraction", x] of the window' if key in _FRACTIONAL and \
+                path.startswith("stage.") else ""
+            raise self.fail(path, f"expected a non-negative integer{hint}, got {value!r}")
         if value < 0:
             raise self.fail(path, f"must be >= 0, got {value}")
         return value
+
+    def fraction(self, value: list[Any], path: str) -> int:
+        """``["fraction", x]``: ``floor(x * window)`` tokens (LangChain's and deepagents'
+        ``("fraction", 0.85)``); needs ``window`` and ``0 <= x <= 1``."""
+        if len(value) != 2 or value[0] != "fraction" or isinstance(value[1], bool) \
+                or not isinstance(value[1], int | float):
+            raise self.fail(path, f'expected an integer or ["fraction", x], got {value!r}')
+        if not 0 <= value[1] <= 1:
+            raise self.fail(path, f"fraction must be in [0, 1], got {value[1]!r}")
+        if not self.window:
+            raise self.fail(path, "a fraction of the window needs a top-level `window`")
+        return int(value[1] * self.window)
 
     def unit(self, table: dict[str, Any], key: str, path: str) -> Unit:
         if key not in table:
@@ -175,6 +194,11 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
         raise r.fail(path, "each [[stage]] must be a table")
     kind = raw.get("kind")
     line = r.lines.get(path, 1)
+    for knob, unit_key in (("limit", "unit"), ("trigger", "trigger_unit"), ("keep", "keep_unit"),
+                           ("input_limit", "")):
+        if isinstance(raw.get(knob), list) and unit_key and raw.get(unit_key) != "tokens":
+            raise r.fail(f"{path}.{knob}", f"a fraction of the window is in tokens, but "
+                                           f"{unit_key} is {raw.get(unit_key)!r}")
     if kind == "truncate":
         r.unknown(raw, _TRUNCATE, path + ".")
         return Truncate(
@@ -208,6 +232,9 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
         match = re.search(r"at line (\d+)", str(exc))
         raise PolicyError(file, int(match.group(1)) if match else 1, "toml", str(exc)) from None
     r.unknown(data, _TOP, "")
+    r.window = r.integer(data, "window", "window", 0)
+    if "window" in data and r.window < 1:
+        raise r.fail("window", f"must be >= 1 token, got {r.window}")
     name = data.get("name", Path(file).stem)
     if not isinstance(name, str):
         raise r.fail("name", f"expected a string, got {name!r}")
@@ -236,6 +263,7 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
         stages=tuple(_stage(r, s, i) for i, s in enumerate(raw_stages)),
         base_tokens=r.integer(data, "base_tokens", "base_tokens", 0),
         keep_first=r.integer(data, "keep_first", "keep_first", 0),
+        window=r.window,
         file=file,
         lines=lines,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tailguard.pipeline.model import FLOOR_INPUT, Finding
@@ -14,16 +15,49 @@ RULES: dict[str, str] = {
     "hole": "a turn leaves the context without ever being summarized",
     "floor": "a compaction leaves part of the recovery floor out of the context (profile strict: or "
              "out of the summarizer's input)",
-    "overflow": "the context stays over a truncate limit with nothing left to drop",
-    "unenforceable": "the recovery floor's unit differs from a truncator's unit",
+    "overflow": "the context stays over a truncate limit with nothing left to drop, or over the "
+                "model's window after the stages",
+    "unenforceable": "the recovery floor's unit differs from the unit of a truncator that can fire",
+    "dead_stage": "note: a truncate stage that no session ever reaches (the policy is safe without "
+                  "it; a unit mismatch there is harmless)",
+    "unreachable": "note: a compact stage whose trigger is above every occupancy the stages before "
+                   "it allow, so it never fires",
     "unknown": "the checker ran out of budget before deciding",
+    "input": "the policy file cannot be read or parsed (exit 2)",
+}
+
+FULL: dict[str, str] = {
+    "hole": "Some session of the policy makes a stage remove a turn that no summary covers: a "
+            "truncate stage drops it, or a compaction's summarizer input limit leaves it unseen. "
+            "Nothing in the context or in any summary can bring it back.",
+    "floor": "After some compaction, part of the recovery floor (the newest F units of the "
+             "history) is not verbatim in the context; under --profile strict, or not in what "
+             "the summarizer was shown.",
+    "overflow": "Some session leaves the context over a truncate stage's limit with nothing left "
+                "to drop (base, pinned turns and the summary alone exceed it), or over the "
+                "model's window once every stage has run.",
+    "unenforceable": "The floor is counted in one unit and a truncate stage that can fire "
+                     "evicts in another, so no truncation can honour the floor.",
+    "dead_stage": "A truncate stage that no session of any length reaches: the policy is proved "
+                  "safe without it ever firing.",
+    "unreachable": "A compact stage whose trigger is above every occupancy the stages before it "
+                   "allow, so it never fires before a loss.",
+    "unknown": "The checker ran out of a budget (--budget or --depth) before it could prove the "
+               "policy safe or find a failing session. Unknown is never a pass.",
+    "input": "The policy file cannot be read or parsed; the message names the line and key.",
 }
 
 HINTS: dict[str, str] = {
     "hole": "compact earlier (lower the trigger), raise the limit, or lift input_limit",
     "floor": "keep at least the floor verbatim (raise keep) or lower the floor",
-    "overflow": "raise the limit or shrink what cannot be dropped (base, pinned, summary)",
+    "overflow": "raise the limit or shrink what cannot be dropped (base, pinned, summary); over "
+                "the window: truncate or compact below it",
     "unenforceable": "express the floor in the truncator's unit",
+    "dead_stage": "nothing to fix; keep it as a safety net or remove it",
+    "unreachable": "lower the trigger below the limit of the truncate stage before it, or run "
+                   "the compact stage first",
+    "unknown": "raise the budget the message names (--budget or --depth)",
+    "input": "fix the key the message names (docs/check-config.md, Policy format)",
 }
 HINT_FLOOR_INPUT = ("show the summarizer the tail too (input = \"all\"), or, if the framework "
                     "keeps the tail verbatim without summarizing it, check and audit with "
@@ -44,8 +78,47 @@ class Report:
     suggestions: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class BadFile:
+    """A file that could not be read or parsed, reported in place of its policy (verdict
+    ``error``); ``message`` is ``FILE:LINE: key: reason``."""
+
+    file: str
+    line: int
+    key: str
+    reason: str
+    message: str
+
+
+Entry = Report | BadFile
+
+
+def overall(entries: list[Entry]) -> str:
+    """The verdict the exit code reports: ``error`` (2) if any file is unusable, else
+    ``unsafe`` (1) if any policy is, else ``unknown`` (3) if any is, else ``safe`` (0)."""
+    verdicts = {"error" if isinstance(e, BadFile) else e.decision.verdict for e in entries}
+    for verdict in ("error", "unsafe", "unknown"):
+        if verdict in verdicts:
+            return verdict
+    return "safe"
+
+
+EXIT_CODES = {"safe": 0, "unsafe": 1, "error": 2, "unknown": 3}
+
+
+def finding_line(policy: Policy, f: Finding) -> int:
+    """The source line a finding points at: its stage's, the ``window`` key's, else 1."""
+    if 0 <= f.stage < len(policy.stages):
+        return policy.stages[f.stage].line
+    if f.stage == len(policy.stages) and policy.window:
+        return policy.line_of("window")
+    return 1
+
+
 def describe_stage(policy: Policy, index: int) -> str:
     """``stage 0 (truncate tokens > 160000, line 9)``."""
+    if index == len(policy.stages) and policy.window:
+        return f"the window ({policy.window} tokens, line {policy.line_of('window')})"
     if not 0 <= index < len(policy.stages):
         return "the policy"
     s = policy.stages[index]
@@ -72,8 +145,15 @@ def explain(policy: Policy, f: Finding) -> str:
     """One sentence: what breaks, where."""
     where = describe_stage(policy, f.stage)
     if f.kind == "unenforceable":
+        why = "it evicts in the failing session" if f.detail.endswith("this session") else \
+            "it was not proved dead"
         return f"{where}: the floor is {policy.floor} {policy.floor_unit} but this stage " \
-               f"truncates in another unit, so no truncation can honour it"
+               f"truncates in another unit, so no truncation can honour it ({why})"
+    if f.kind == "dead_stage":
+        return f"{where} never fires: no session of any length reaches its limit"
+    if f.kind == "unreachable":
+        return f"{where} can never fire before a loss: its trigger is above what " \
+               f"{describe_stage(policy, f.offsets[0])} lets through"
     if f.kind == "hole":
         verb = "drops" if isinstance(policy.stages[f.stage], Truncate) else "hides from the summarizer"
         return f"{where} {verb} {_ranges(f.offsets)} after append {f.step}: never summarized"
@@ -84,6 +164,8 @@ def explain(policy: Policy, f: Finding) -> str:
     if f.kind == "floor":
         return f"{where} after append {f.step} leaves floor {_ranges(f.offsets)} out of the " \
                f"context (floor {policy.floor} {policy.floor_unit})"
+    if f.stage == len(policy.stages):
+        return f"{where} is exceeded after append {f.step}: {f.detail} once every stage has run"
     return f"{where} after append {f.step}: {f.detail} with nothing left to drop"
 
 
@@ -91,9 +173,9 @@ def to_json(r: Report) -> dict[str, Any]:
     """The stable JSON shape: verdict and findings, plus how it was decided."""
     d = r.decision
     findings = [
-        {"kind": f.kind, "stage": f.stage, "trace": [] if f.kind == "unenforceable" else list(d.trace),
-         "explanation": explain(r.policy, f), "detail": f.detail, "line": r.policy.stages[f.stage].line
-         if 0 <= f.stage < len(r.policy.stages) else 1}
+        {"kind": f.kind, "stage": f.stage, "step": f.step, "offsets": list(f.offsets),
+         "trace": [] if f.kind == "unenforceable" else list(d.trace),
+         "explanation": explain(r.policy, f), "detail": f.detail, "line": finding_line(r.policy, f)}
         for f in d.findings
     ]
     out: dict[str, Any] = {"file": r.policy.file, "name": r.policy.name, "profile": d.profile,
@@ -101,23 +183,34 @@ def to_json(r: Report) -> dict[str, Any]:
                            "seconds": round(d.seconds, 3)}
     if d.detail:
         out["unknown_reason" if d.verdict == "unknown" else "detail"] = d.detail
+    if d.exhausted:
+        out["exhausted"] = d.exhausted
+    if d.notes:
+        out["notes"] = [{"kind": f.kind, "stage": f.stage, "line": r.policy.stages[f.stage].line,
+                         "explanation": explain(r.policy, f), "detail": f.detail} for f in d.notes]
     if r.suggestions:
         out["suggestions"] = r.suggestions
     return out
 
 
-def render_text(reports: list[Report]) -> str:
-    """Linter-style text: ``FILE:LINE: kind: explanation`` then the session and the fix."""
+def render_text(reports: list[Entry]) -> str:
+    """Linter-style text: ``FILE:LINE: kind: explanation`` then the session and the fix.
+    A bad file is left out: its ``FILE:LINE: key: reason`` went to stderr, as for every
+    command, and printing it twice on a terminal helps no one."""
     lines: list[str] = []
     for r in reports:
+        if isinstance(r, BadFile):
+            continue
         d, p = r.decision, r.policy
         if d.verdict == "safe":
             lines.append(f"{p.file}: safe: {p.name}: no session of any length loses a turn "
                          f"(profile {d.profile}; {d.method}, {d.seconds:.2f}s)")
         elif d.verdict == "unknown":
             lines.append(f"{p.file}:1: unknown: {p.name}: {d.detail} (profile {d.profile})")
+        for f in d.notes:
+            lines.append(f"{p.file}:{p.stages[f.stage].line}: note: {f.kind}: {explain(p, f)}")
         for f in d.findings:
-            line = p.stages[f.stage].line if 0 <= f.stage < len(p.stages) else 1
+            line = finding_line(p, f)
             lines.append(f"{p.file}:{line}: {f.kind}: {explain(p, f)}")
             if f.kind != "unenforceable" and d.trace:
                 lines.append(f"  session ({len(d.trace)} appends, tokens each): {_trace(d.trace)}")
@@ -128,7 +221,7 @@ def render_text(reports: list[Report]) -> str:
             kinds = ", ".join(sorted({f.kind for f in d.findings}))
             lines.append(f"{p.file}: unsafe: {p.name}: {len(d.findings)} finding(s) ({kinds}), "
                          f"profile {d.profile}, {d.seconds:.2f}s")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _trace(trace: tuple[int, ...]) -> str:
@@ -143,34 +236,116 @@ def _trace(trace: tuple[int, ...]) -> str:
     return ", ".join(parts)
 
 
-def render_json(reports: list[Report]) -> str:
-    """An object for one policy, a list for several."""
-    data: Any = [to_json(r) for r in reports]
-    return json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n"
+def bad_json(b: BadFile) -> dict[str, Any]:
+    """A bad file's entry in ``policies``."""
+    return {"file": b.file, "verdict": "error", "findings": [], "line": b.line, "key": b.key,
+            "error": b.message}
 
 
-def render_sarif(reports: list[Report]) -> str:
-    """SARIF 2.1.0, one result per finding, located at the faulty stage's line; the profile
-    is a property of the run and of every result."""
+def render_json(reports: list[Entry]) -> str:
+    """Brief 7b: one shape whatever the number of files, ``{"verdict": OVERALL, "policies":
+    [...]}``, OVERALL being the verdict the exit code reports; a bad file is an entry with
+    verdict ``error`` in its place."""
+    data = {"verdict": overall(reports),
+            "policies": [bad_json(r) if isinstance(r, BadFile) else to_json(r) for r in reports]}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def sarif_uri(file: str) -> dict[str, str]:
+    """A normalized artifact location: relative to the working directory (``uriBaseId``
+    ``%SRCROOT%``, forward slashes) when the file is under it, else an absolute file URI."""
+    path = Path(file).resolve()
+    try:
+        return {"uri": path.relative_to(Path.cwd().resolve()).as_posix(), "uriBaseId": "%SRCROOT%"}
+    except ValueError:
+        return {"uri": path.as_uri()}
+
+
+def _code_flow(r: Report, f: Finding) -> list[dict[str, Any]]:
+    """The failing session as a SARIF ``codeFlow``: one location per run of equal appends,
+    the last one at the finding."""
+    trace, line = r.decision.trace, finding_line(r.policy, f)
+    steps: list[dict[str, Any]] = []
+    i = 0
+    while i < len(trace):
+        j = i
+        while j < len(trace) and trace[j] == trace[i]:
+            j += 1
+        what = f"append {i + 1}" if j - i == 1 else f"appends {i + 1} to {j}"
+        steps.append({"location": {
+            "physicalLocation": {"artifactLocation": sarif_uri(r.policy.file),
+                                 "region": {"startLine": max(1, line)}},
+            "message": {"text": f"{what}: {trace[i]} tokens each" if j - i > 1
+                        else f"{what}: {trace[i]} tokens"}}})
+        i = j
+    if steps:
+        steps[-1]["location"]["message"]["text"] += f"; {f.kind} at stage {f.stage}"
+    return [{"threadFlows": [{"locations": steps}]}]
+
+
+def _fixes(r: Report) -> list[dict[str, Any]]:
+    """``--suggest``'s numeric (and ``input``) suggestions as SARIF fixes: the line of the
+    knob replaced by the suggested value."""
+    out: list[dict[str, Any]] = []
+    for s in r.suggestions:
+        if "to" not in s or not s.get("line"):
+            continue
+        key = str(s["knob"]).rpartition(".")[2]
+        if key == "turn_tokens":
+            text = f"turn_tokens = [{r.policy.turn_min}, {s['to']}]"
+        else:
+            text = f"{key} = {json.dumps(s['to'])}"
+        out.append({"description": {"text": s["text"]}, "artifactChanges": [{
+            "artifactLocation": sarif_uri(r.policy.file),
+            "replacements": [{"deletedRegion": {"startLine": s["line"]},
+                              "insertedContent": {"text": text}}]}]})
+    return out
+
+
+def render_sarif(reports: list[Entry]) -> str:
+    """SARIF 2.1.0, one result per finding, located at the faulty stage's line, with the
+    failing session as a ``codeFlow`` and ``--suggest``'s fixes as ``fixes`` on the first;
+    the profile is a property of the run and of every result. A bad file is an ``error``
+    result (rule ``input``) at its line, so one bad file never empties the document."""
+    from tailguard import SPEC_VERSION, __version__
+
     results: list[dict[str, Any]] = []
     for r in reports:
-        found = list(r.decision.findings)
+        if isinstance(r, BadFile):
+            results.append(_result(r.file, r.line, "input", "error", f"{r.key}: {r.reason}", ""))
+            continue
         profile = r.decision.profile
-        for f in found:
-            line = r.policy.stages[f.stage].line if 0 <= f.stage < len(r.policy.stages) else 1
-            results.append(_result(r.policy.file, line, f.kind, "error", explain(r.policy, f), profile))
+        fixes = _fixes(r)
+        for f in r.decision.findings:
+            result = _result(r.policy.file, finding_line(r.policy, f), f.kind, "error",
+                             explain(r.policy, f), profile)
+            if r.decision.trace and f.kind != "unenforceable":
+                result["codeFlows"] = _code_flow(r, f)
+            if fixes:
+                result["fixes"], fixes = fixes, []
+            results.append(result)
+        for f in r.decision.notes:
+            results.append(_result(r.policy.file, finding_line(r.policy, f), f.kind, "note",
+                                   explain(r.policy, f), profile))
         if r.decision.verdict == "unknown":
             results.append(_result(r.policy.file, 1, "unknown", "warning", r.decision.detail, profile))
-    profiles = sorted({r.decision.profile for r in reports})
+    profiles = sorted({r.decision.profile for r in reports if isinstance(r, Report)}) or \
+        ["partitioned"]
+    rules = [{"id": k, "shortDescription": {"text": v}, "fullDescription": {"text": FULL[k]},
+              "help": {"text": HINTS.get(k, "")}} for k, v in RULES.items()]
     sarif = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {
                 "name": "tailguard check-config",
+                "version": __version__,
+                "semanticVersion": __version__,
                 "informationUri": "https://example.invalid/tailguard/docs/check-config.md",
-                "rules": [{"id": k, "shortDescription": {"text": v}} for k, v in RULES.items()],
+                "rules": rules,
+                "properties": {"spec_version": SPEC_VERSION},
             }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "results": results,
             "properties": {"profile": profiles[0] if len(profiles) == 1 else profiles},
         }],
@@ -179,10 +354,11 @@ def render_sarif(reports: list[Report]) -> str:
 
 
 def _result(file: str, line: int, rule: str, level: str, text: str, profile: str) -> dict[str, Any]:
+    suffix = f" (profile {profile})" if profile else ""
     return {
-        "ruleId": rule, "level": level, "message": {"text": f"{text} (profile {profile})"},
+        "ruleId": rule, "level": level, "message": {"text": f"{text}{suffix}"},
         "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": file}, "region": {"startLine": max(1, line)},
+            "artifactLocation": sarif_uri(file), "region": {"startLine": max(1, line)},
         }}],
-        "properties": {"profile": profile},
+        **({"properties": {"profile": profile}} if profile else {}),
     }

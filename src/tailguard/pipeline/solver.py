@@ -26,22 +26,47 @@ from tailguard.pipeline.encode import (
     needed_window,
 )
 from tailguard.pipeline.houdini import houdini
-from tailguard.pipeline.model import DEFAULT_PROFILE, Finding, Profile, replay, static_findings
+from tailguard.pipeline.model import (
+    DEFAULT_PROFILE,
+    Finding,
+    Profile,
+    canonical_trace,
+    replay,
+    with_static,
+)
 from tailguard.pipeline.policy import Policy
 
 Verdict = Literal["safe", "unsafe", "unknown"]
 
 
+MILLION = 1_000_000
+DEFAULT_BUDGET = 100  # check-config --budget: millions of z3 resource units (rlimit)
+
+
 @dataclass(frozen=True)
 class Budget:
-    """Solver budgets: bounded-search depth, Spacer time, rlimit for certificate checks."""
+    """Solver budgets, every one counted in z3 resource units (``rlimit``), never in
+    time, so that a verdict does not depend on the machine's load: ``depth`` appends of
+    bounded search; ``rlimit`` per solver query (one depth of the bounded search, one
+    certificate obligation, one Houdini round); ``spacer_rlimit`` for the invariant
+    search; ``search_rlimit`` for the bounded search beyond ``quick_depth`` before the
+    invariant search starts (it ends at the first depth whose cumulative count passes it,
+    and resumes after). ``units`` is the ``--budget`` figure the three came from."""
 
     depth: int = 150
     quick_depth: int = 16
-    spacer_ms: int = 20_000
-    rlimit: int = 20_000_000
+    rlimit: int = DEFAULT_BUDGET * MILLION
+    spacer_rlimit: int = DEFAULT_BUDGET * MILLION
+    search_rlimit: int = DEFAULT_BUDGET * MILLION
     max_window: int = 24
-    mid_seconds: float = 1.5
+    units: int = DEFAULT_BUDGET
+
+    @classmethod
+    def of(cls, units: int = DEFAULT_BUDGET, depth: int = 150) -> Budget:
+        """The budget ``check-config --budget units --depth depth`` sets."""
+        each = units * MILLION
+        return cls(depth=depth, rlimit=each, spacer_rlimit=each, search_rlimit=each,
+                   units=units)
 
 
 @dataclass(frozen=True)
@@ -56,6 +81,16 @@ class Decision:
     seconds: float = 0.0
     stats: dict[str, Any] = field(default_factory=dict)
     profile: Profile = DEFAULT_PROFILE
+    exhausted: str = ""  # unknown: the budget that ran out, "depth" or "budget" (--depth, --budget)
+    notes: tuple[Finding, ...] = ()  # dead_stage notes (brief 6b): not findings
+
+
+def _rlimit_count(solver: Any) -> int:
+    """Resource units the solver has spent (deterministic, unlike time)."""
+    try:
+        return int(solver.statistics().get_key_value("rlimit count"))
+    except z3.Z3Exception:  # no check has run yet
+        return 0
 
 
 def _model_int(model: z3.ModelRef, term: Any) -> int:
@@ -73,9 +108,11 @@ class Bmc:
         self.width = width
         self.solver = z3.Solver()
         self.solver.set("rlimit", rlimit)
+        self.solver.set("random_seed", 0)
         self.state = init_state(0)
         self.xs: list[Any] = []
         self.depth = 0
+        self.used = 0  # z3 resource units spent so far (cumulative over the solver's checks)
 
     def deepen(self) -> tuple[int, ...] | Literal["unknown"] | None:
         """Try one more step; a trace, ``None`` (no finding at this depth) or unknown."""
@@ -90,6 +127,7 @@ class Bmc:
         self.solver.push()
         self.solver.add(z3.Or(*[b for _, b in st.bad]) if st.bad else z3.BoolVal(False))
         result = self.solver.check()
+        self.used = _rlimit_count(self.solver)
         trace = None
         if result == z3.sat:
             model = self.solver.model()
@@ -115,7 +153,9 @@ def find_invariant(
     sorts = [z3.IntSort()] * len(st.flat())
     inv = z3.Function("Inv", *sorts, z3.BoolSort())
     solver = z3.SolverFor("HORN")
-    solver.set("timeout", budget.spacer_ms)
+    solver.set("rlimit", budget.spacer_rlimit)
+    solver.set("random_seed", 0)
+    solver.set("spacer.random_seed", 0)
     bound = st.flat() + step.inputs
     pre = z3.And(inv(*st.flat()), basic(policy, st), step.input_ok)
     solver.add(inv(*init_state(width).flat()))
@@ -165,12 +205,14 @@ def check_certificate(
     for name, query in obligations.items():
         s = z3.Solver()
         s.set("rlimit", rlimit)
+        s.set("random_seed", 0)
         s.add(query)
         r = s.check()
         if r != z3.unsat:
             return f"{name} {'fails' if r == z3.sat else 'unknown (rlimit)'}"
     s = z3.Solver()
     s.set("rlimit", rlimit)
+    s.set("random_seed", 0)
     s.add(pre, step.clean)
     if s.check() != z3.sat:
         return "vacuous: no clean append from the certificate"
@@ -199,8 +241,11 @@ def decide(
     profile: Profile = DEFAULT_PROFILE,
 ) -> Decision:
     """The verdict for ``policy`` under ``profile``: safe (certified), unsafe (replayed
-    trace) or unknown. ``ignore_static`` judges the session dynamics only (used by fix
-    synthesis). Deterministic: every call runs in a z3 context of its own."""
+    trace) or unknown. A truncate stage whose unit differs from the floor's is
+    ``unenforceable`` only when the dynamics are unsafe; when they are safe it never fires
+    and is a ``dead_stage`` note (brief 6b, :func:`tailguard.pipeline.model.with_static`).
+    ``ignore_static`` leaves the ``unenforceable`` findings out (fix synthesis: the verdict
+    is the same). Deterministic: every call runs in a z3 context of its own."""
     with own_context():
         return _decide(policy, budget, ignore_static, profile)
 
@@ -208,29 +253,38 @@ def decide(
 def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile: Profile) -> Decision:
     budget = budget or Budget()
     start = time.perf_counter()
-    static = () if ignore_static else tuple(static_findings(policy))
     need = needed_window(policy)
     bmc = Bmc(policy, need, budget.rlimit, profile)
+    raise_budget = f"raise --budget (now {budget.units})"
 
     def done(verdict: Verdict, found: tuple[Finding, ...], **kw: Any) -> Decision:
-        return Decision(verdict, static + found, seconds=time.perf_counter() - start,
-                        profile=profile, **kw)
+        detail = str(kw.get("detail", ""))
+        ran_out = "budget" if detail.startswith("solver budget") else \
+            "depth" if detail.startswith("depth budget") else ""
+        findings, notes = with_static(policy, verdict, found)
+        if ignore_static:
+            findings = found
+        return Decision(verdict, findings, seconds=time.perf_counter() - start, profile=profile,
+                        exhausted=ran_out if verdict == "unknown" else "", notes=notes, **kw)
 
-    def search(limit: int, seconds: float = float("inf")) -> Decision | str | None:
-        begun = time.perf_counter()
-        while bmc.depth < limit and time.perf_counter() - begun < seconds:
+    def search(limit: int, spend: int | None = None) -> Decision | str | None:
+        """Deepen to ``limit``, or (``spend``) until that many more resource units are used."""
+        ceiling = None if spend is None else bmc.used + spend
+        while bmc.depth < limit and (ceiling is None or bmc.used < ceiling):
             got = bmc.deepen()
             if got == "unknown":
-                return f"rlimit {budget.rlimit} exhausted at depth {bmc.depth}"
+                return (f"solver budget ran out: the bounded search at depth {bmc.depth} needed "
+                        f"more than {budget.rlimit // MILLION}M z3 resource units; {raise_budget}")
             if got is not None:
-                found, at = replay(policy, list(got), profile)
+                trace = canonical_trace(policy, list(got), profile)
+                found, at = replay(policy, list(trace), profile)
                 if at != len(got):  # the abstraction disagrees with the model: never report
                     return f"trace {list(got)} did not replay (step {at}); please report"
-                return done("unsafe", tuple(found), trace=got, method=f"bmc depth {len(got)}")
+                return done("unsafe", tuple(found), trace=trace, method=f"bmc depth {len(got)}")
         return None
 
     if not policy.stages:
-        return done("unsafe" if static else "safe", (), method="no stages: nothing is ever lost")
+        return done("safe", (), method="no stages: nothing is ever lost")
     width = need if need <= budget.max_window else 1
     exact = need <= budget.max_window
 
@@ -238,8 +292,6 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         problem = check_certificate(policy, width, inv_of, budget.rlimit, profile)
         if problem:
             return f"certificate re-check: {problem}"
-        if static:
-            return done("unsafe", (), method=f"static: unit mismatch; dynamics safe by {how}")
         return done("safe", (), method=f"{how} (window {width}), re-checked")
 
     lemma = houdini(policy, width, budget.rlimit, profile=profile)
@@ -250,9 +302,9 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
     quick = search(budget.quick_depth)
     if isinstance(quick, Decision):
         return quick
-    # ordering only (never changes a verdict): search a little deeper before Spacer,
-    # which is slow on deep counterexamples
-    mid = search(budget.depth, budget.mid_seconds) if quick is None else None
+    # ordering only (never changes a verdict): search deeper, within a resource budget,
+    # before Spacer, which is slow on deep counterexamples
+    mid = search(budget.depth, budget.search_rlimit) if quick is None else None
     if isinstance(mid, Decision):
         return mid
     outcome, inv = find_invariant(policy, width, budget, profile)
@@ -267,14 +319,17 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
     deep = mid if isinstance(mid, str) else search(budget.depth)
     if isinstance(deep, Decision):
         return deep
-    if static:
-        return done("unsafe", (), method="static: unit mismatch", detail=str(deep or ""))
-    if outcome == "unsafe" and exact:
-        why = f"a failing session exists but none within depth {budget.depth} (depth budget)"
+    no_session = f"no failing session within {budget.depth} appends (--depth {budget.depth})"
+    if isinstance(deep, str):
+        why = deep
+    elif outcome == "unsafe" and exact:
+        why = f"depth budget ran out: a failing session exists (the invariant search refuted " \
+              f"every invariant) but {no_session}; raise --depth"
     elif outcome == "unsafe":
-        why = (f"window abstraction (width {width}) too coarse to prove safety and no failing "
-               f"session within depth {budget.depth} (depth budget)")
+        why = f"depth budget ran out: the window abstraction (width {width}) is too coarse to " \
+              f"prove safety and {no_session}; raise --depth"
     else:
-        why = f"invariant search: {inv} (spacer_ms={budget.spacer_ms}); no failing session " \
-              f"within depth {budget.depth} (depth budget)"
-    return done("unknown", (), detail=deep if isinstance(deep, str) else why)
+        why = f"solver budget ran out: the invariant search stopped ({inv}) after " \
+              f"{budget.spacer_rlimit // MILLION}M z3 resource units and {no_session}; " \
+              f"{raise_budget} to search longer for a proof, or --depth for a longer session"
+    return done("unknown", (), detail=why)

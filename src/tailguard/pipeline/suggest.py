@@ -57,7 +57,7 @@ def suggest(
     ``progress`` (if given) hears one line per verdict probed: real-size policies can take
     minutes, mostly in probes that end unknown.
     """
-    budget = budget or Budget(depth=40, quick_depth=12, spacer_ms=1500, mid_seconds=0.5)
+    budget = budget or replace(Budget.of(20, depth=40), quick_depth=12)
     cache: dict[tuple[str, int | None, int], str] = {}
     out: list[dict[str, Any]] = []
     if any(isinstance(s, Truncate) and s.unit != policy.floor_unit for s in policy.stages):

@@ -31,11 +31,13 @@ def session_report(lines: Iterable[bytes], source: str, profile: str = "strict")
     return page(f"tailguard audit: {source} ({verdict}, profile {profile})", render_session(data))
 
 
-def policy_report(reports: list[object], profile: str) -> str:
-    """The HTML page for check-config's reports (``tailguard.pipeline.report.Report``)."""
+def policy_report(reports: list[object], profile: str, rlimit: int | None = None) -> str:
+    """The HTML page for check-config's reports (``tailguard.pipeline.report.Report``; other
+    entries, such as unusable files, are left out). ``rlimit``: the solver budget the verdicts
+    were decided with (default: the engine's), for reading back a safe verdict's invariant."""
     from tailguard.report_html.policy_view import policy_page
 
-    return policy_page(reports, profile)
+    return policy_page(reports, profile, rlimit)
 
 
 def audit_html(path: str, trace: str, profile: str) -> str | None:

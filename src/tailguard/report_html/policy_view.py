@@ -219,7 +219,7 @@ def _stage_table(policy: Policy, steps: list[Step]) -> str:
             f"<th>finding</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{note}")
 
 
-def invariant_words(policy: Policy, method: str, profile: Profile) -> list[str]:
+def invariant_words(policy: Policy, method: str, profile: Profile, rlimit: int | None = None) -> list[str]:
     """The certificate of a ``safe`` verdict, in words.
 
     Houdini's lemmas (occupancy bounds from the policy's own constants) are re-found by the
@@ -234,7 +234,7 @@ def invariant_words(policy: Policy, method: str, profile: Profile) -> list[str]:
         "on the number of appends, no session of any length reaches a finding.",
     ]
     if method.startswith("inductive occupancy bounds"):
-        lemmas = _houdini_lemmas(policy, profile)
+        lemmas = _houdini_lemmas(policy, profile, rlimit)
         if lemmas:
             out.append("Inv is the conjunction of these occupancy bounds (each inductive, together "
                        "excluding every finding):")
@@ -249,7 +249,7 @@ def invariant_words(policy: Policy, method: str, profile: Profile) -> list[str]:
     return out
 
 
-def _houdini_lemmas(policy: Policy, profile: Profile) -> list[str]:
+def _houdini_lemmas(policy: Policy, profile: Profile, rlimit: int | None) -> list[str]:
     try:
         from tailguard.pipeline.encode import needed_window
         from tailguard.pipeline.houdini import houdini
@@ -259,7 +259,7 @@ def _houdini_lemmas(policy: Policy, profile: Profile) -> list[str]:
         need = needed_window(policy)
         width = need if need <= budget.max_window else 1
         with own_context():
-            lemma = houdini(policy, width, budget.rlimit, profile=profile)
+            lemma = houdini(policy, width, budget.rlimit if rlimit is None else rlimit, profile=profile)
         if lemma is None:
             return []
         final = inspect.getclosurevars(lemma).nonlocals.get("final", [])
@@ -278,7 +278,7 @@ def _houdini_lemmas(policy: Policy, profile: Profile) -> list[str]:
         return []
 
 
-def _policy_section(r: Report, profile: Profile) -> str:
+def _policy_section(r: Report, profile: Profile, rlimit: int | None) -> str:
     p, d = r.policy, r.decision
     cls = "good" if d.verdict == "safe" else "bad"
     out = [f'<section class="policy" data-verdict="{esc(d.verdict)}"><h2>Policy {esc(p.name)}: '
@@ -292,7 +292,7 @@ def _policy_section(r: Report, profile: Profile) -> str:
             f'<li data-kind="{esc(f.kind)}"><span class="bad">{esc(f.kind)}</span>: {esc(explain(p, f))}'
             f"<br>fix: {esc(hint(f))}</li>" for f in d.findings) + "</ul>")
     if d.verdict == "safe":
-        words = invariant_words(p, d.method, profile)
+        words = invariant_words(p, d.method, profile, rlimit)
         prose = "".join(f"<p>{esc(w)}</p>" for w in words if not w.startswith("occupancy"))
         bounds = "".join(f"<li>{esc(w)}</li>" for w in words if w.startswith("occupancy"))
         out.append(f'<h3>Why it is safe</h3><div class="invariant">{prose}'
@@ -314,10 +314,10 @@ def _policy_section(r: Report, profile: Profile) -> str:
     return "\n".join(out)
 
 
-def policy_page(reports: Sequence[object], profile: str) -> str:
+def policy_page(reports: Sequence[object], profile: str, rlimit: int | None = None) -> str:
     """The page for check-config's reports."""
     prof: Profile = "strict" if profile == "strict" else "partitioned"
-    sections = [_policy_section(r, prof) for r in reports if isinstance(r, Report)]
+    sections = [_policy_section(r, prof, rlimit) for r in reports if isinstance(r, Report)]
     verdicts = [r.decision.verdict for r in reports if isinstance(r, Report)]
     overall = "unsafe" if "unsafe" in verdicts else "unknown" if "unknown" in verdicts else "safe"
     names = ", ".join(r.policy.name for r in reports if isinstance(r, Report))

@@ -9,6 +9,7 @@ export const UNITS = Object.freeze(["turns", "messages", "tokens"]);
 export const PROFILES = Object.freeze(["seed", "strict", "partitioned"]);
 export const CLAUSES = Object.freeze({"seed": ["units_agree", "floor_reach", "truncation_clear"], "strict": ["well_formed", "units_agree", "floor_in_input", "floor_in_tail", "tail_intact", "seam_contiguous", "summary_honest", "no_hole"], "partitioned": ["well_formed", "units_agree", "floor_in_tail", "tail_intact", "seam_contiguous", "summary_honest", "no_hole"]});
 export const FIELDS = Object.freeze(["history_end", "tail_start", "summary_input", "summary_covers", "recovery_floor_span", "floor_unit", "truncator_unit", "prior_truncations", "prior_coverage", "spills"]);
+export const MAX_INTERVALS = 100000;  // intervals in one case, all three lists together
 
 export class CaseError extends Error {
   constructor(field, reason) {
@@ -186,62 +187,101 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
 
 const CHECKERS = { seed: check_seed, strict: check_strict, partitioned: check_partitioned };
 
-/** Decide one compaction; fields must already be typed (see readCase). */
-export function check(profile, fields) {
-  const checker = Object.hasOwn(CHECKERS, profile) ? CHECKERS[profile] : undefined;
+/**
+ * Decide one compaction. Every field is read first: an interval list may be any iterable of
+ * [lo, hi] pairs (consumed once) and defaults to []; anything unusable throws CaseError naming
+ * the field (a non-integer, a non-pair, more than 100,000 intervals); never a silent allow.
+ */
+export function check(profile, fields = {}) {
+  const known = typeof profile === "string" && Object.hasOwn(CHECKERS, profile);
+  const checker = known ? CHECKERS[profile] : undefined;
   if (checker === undefined) {
-    const known = PROFILES.join(", ");
-    throw new CaseError("profile", `unknown profile ${JSON.stringify(profile)}; known: ${known}`);
+    throw new CaseError("profile", `unknown profile ${show(profile)}; known: ${PROFILES.join(", ")}`);
   }
-  return checker(fields["history_end"], fields["tail_start"], fields["summary_input"], fields["summary_covers"], fields["recovery_floor_span"], fields["floor_unit"], fields["truncator_unit"], fields["prior_truncations"], fields["prior_coverage"], fields["spills"]);
+  const v = readFields(fields, true);
+  return checker(v["history_end"], v["tail_start"], v["summary_input"], v["summary_covers"], v["recovery_floor_span"], v["floor_unit"], v["truncator_unit"], v["prior_truncations"], v["prior_coverage"], v["spills"]);
 }
 
 function describe(value) {
   return value === null ? "null" : Array.isArray(value) ? "list" : typeof value;
 }
 
+function show(value) {
+  let text;
+  try {
+    text = typeof value === "bigint" ? `${value}n` : typeof value === "number" ? String(value)
+      : JSON.stringify(value);
+  } catch {
+    text = undefined;
+  }
+  if (text === undefined) text = String(value);
+  return text.length <= 60 ? text : `${text.slice(0, 57)}...`;
+}
+
 function readInt(value, field) {
   if (typeof value !== "number" || !Number.isSafeInteger(value)) {
-    throw new CaseError(field, `expected an integer, got ${describe(value)} ${JSON.stringify(value)}`);
+    throw new CaseError(field, `expected an integer, got ${describe(value)} ${show(value)}`);
   }
   return value;
 }
 
 function readPair(value, field) {
   if (!Array.isArray(value) || value.length !== 2) {
-    throw new CaseError(field, `expected a pair [lo, hi], got ${JSON.stringify(value)}`);
+    throw new CaseError(field, `expected a pair [lo, hi], got ${show(value)}`);
   }
   return [readInt(value[0], `${field}[0]`), readInt(value[1], `${field}[1]`)];
 }
 
-function readPairs(value, field) {
-  if (!Array.isArray(value)) {
+function readPairs(value, field, room) {
+  if (value === null || typeof value !== "object" || typeof value[Symbol.iterator] !== "function") {
     throw new CaseError(field, `expected a list of [lo, hi] pairs, got ${describe(value)}`);
   }
-  return value.map((v, i) => readPair(v, `${field}[${i}]`));
+  const out = [];
+  for (const item of value) {
+    if (out.length >= room) {
+      throw new CaseError(field, `more than ${MAX_INTERVALS} intervals in the case (the limit; ` +
+        "prior_truncations, prior_coverage and spills together)");
+    }
+    out.push(readPair(item, `${field}[${out.length}]`));
+  }
+  return out;
 }
 
 function readUnit(value, field) {
   if (typeof value !== "string") {
-    const got = `${describe(value)} ${JSON.stringify(value)}`;
-    throw new CaseError(field, `expected a unit name (string), got ${got}`);
+    throw new CaseError(field, `expected a unit name (string), got ${describe(value)} ${show(value)}`);
   }
   return value;
 }
 
-const READERS = { history_end: readInt, tail_start: readInt, summary_input: readPair, summary_covers: readPair, recovery_floor_span: readInt, floor_unit: readUnit, truncator_unit: readUnit, prior_truncations: readPairs, prior_coverage: readPairs, spills: readPairs };
+const KINDS = Object.freeze({"history_end": "int", "tail_start": "int", "summary_input": "interval", "summary_covers": "interval", "recovery_floor_span": "int", "floor_unit": "unit", "truncator_unit": "unit", "prior_truncations": "intervals", "prior_coverage": "intervals", "spills": "intervals"});
+const READERS = { int: readInt, interval: readPair, unit: readUnit };
+
+function readFields(object, defaults) {
+  if (object === null || typeof object !== "object" || Array.isArray(object)) {
+    throw new CaseError("case", `expected a JSON object, got ${describe(object)}`);
+  }
+  const out = {};
+  let room = MAX_INTERVALS;
+  for (const [field, kind] of Object.entries(KINDS)) {
+    let value = object[field];
+    if (!Object.hasOwn(object, field)) {
+      if (!(defaults && kind === "intervals")) throw new CaseError(field, "missing field");
+      value = [];
+    }
+    if (kind === "intervals") {
+      out[field] = readPairs(value, field, room);
+      room -= out[field].length;
+    } else {
+      out[field] = READERS[kind](value, field);
+    }
+  }
+  return out;
+}
 
 /** Check the type of every case field; throw CaseError naming the first bad one. Extra keys are ignored. */
 export function readCase(caseObject) {
-  if (caseObject === null || typeof caseObject !== "object" || Array.isArray(caseObject)) {
-    throw new CaseError("case", `expected a JSON object, got ${describe(caseObject)}`);
-  }
-  const out = {};
-  for (const [field, reader] of Object.entries(READERS)) {
-    if (!Object.hasOwn(caseObject, field)) throw new CaseError(field, "missing field");
-    out[field] = reader(caseObject[field], field);
-  }
-  return out;
+  return readFields(caseObject, false);
 }
 
 /** Read and decide one case given in the tailguard check JSON format. */

@@ -184,6 +184,17 @@ def test_inconsistent_offsets_are_drawn_not_raised(tmp_path: Path) -> None:
         assert "evict_summary" in page
 
 
+def test_torn_last_line_is_noted_as_the_audit_ignores_it(tmp_path: Path) -> None:
+    trace = tmp_path / "torn.jsonl"
+    trace.write_text(json.dumps(HEADER) + '\n{"event": "append", "count": 5}\n{"event": "app', encoding="utf-8")
+    report = tmp_path / "r.html"
+    code, _, err = run_cli("audit", "--html", str(report), str(trace))
+    assert code == 0 and "torn last line ignored" in err
+    assert "Line 3: torn last line ignored" in report.read_text(encoding="utf-8")
+    code, _, err = run_cli("audit", "--strict-tail", "--html", str(tmp_path / "s.html"), str(trace))
+    assert code == 2 and not (tmp_path / "s.html").exists()
+
+
 def test_bad_input_exits_2_without_a_page(tmp_path: Path) -> None:
     trace = tmp_path / "bad.jsonl"
     trace.write_text(json.dumps(HEADER) + '\n{"event": "append", '
@@ -193,7 +204,9 @@ def test_bad_input_exits_2_without_a_page(tmp_path: Path) -> None:
     assert code == 2 and "bad.jsonl:2: count:" in err and "Traceback" not in err
     assert not report.exists()
     code, _, err = run_cli("audit", "--html", str(report), "-")
-    assert code == 2 and "--html: needs the log as a file" in err
+    assert code == 2 and "--html: needs one log as a file" in err
+    code, _, err = run_cli("audit", "--html", str(report), str(trace), str(trace))
+    assert code == 2 and "not stdin or several" in err
     seed = ROOT / "examples" / "traces" / "seed-incident.jsonl"
     code, _, err = run_cli("audit", "--html", str(tmp_path / "no" / "such" / "dir.html"), str(seed))
     assert code == 2 and "--html: cannot write" in err and "Traceback" not in err

@@ -269,3 +269,58 @@ def test_under_the_seed_profile_a_spill_repairs_nothing_so_it_halts() -> None:
     assert info.value.failed == ("truncation_clear",)
     assert "still refused: a spill cannot repair truncation_clear" in str(info.value)
     assert [r.range for r in store.list()] == [(0, 48)]
+
+
+# Issue 16: the escalation halts on every clause a spill cannot repair, and the list of those
+# clauses is the spec's (every clause but no_hole, theorem T8), not a list restated here.
+# Each entry: how to make the incident's compaction fail that clause (and, with it, usually
+# no_hole, so that the spill is really attempted).
+UNREPAIRABLE_CASES: dict[str, tuple[dict[str, str], dict[str, object], tuple[int, int] | None]] = {
+    # (ledger keywords, compaction arguments, an extra truncation after the 8 new turns)
+    "units_agree": ({"floor_unit": "turns", "truncator_unit": "tokens"}, {}, None),
+    "floor_in_input": ({}, {"summary_input": (8, 40)}, None),
+    "floor_in_tail": ({}, {"tail_start": 40, "summary_covers": (8, 40)}, None),
+    "tail_intact": ({}, {}, (40, 42)),
+    "seam_contiguous": ({}, {"summary_covers": (8, 30)}, None),
+    "summary_honest": ({}, {"summary_input": (10, 48)}, None),
+}
+
+
+def _strict_clauses() -> list[str]:
+    from tailguard.project import spec_path
+    from tailguard.speclang.load import load_spec
+
+    return [c.id for c in load_spec(spec_path()).profile("strict").clauses]
+
+
+def test_the_unrepairable_cases_cover_every_clause_but_no_hole() -> None:
+    # well_formed cannot be reached through the ledger: it rejects inconsistent offsets itself
+    assert set(UNREPAIRABLE_CASES) == set(_strict_clauses()) - {"no_hole", "well_formed"}
+
+
+@pytest.mark.parametrize("clause", sorted(UNREPAIRABLE_CASES))
+@pytest.mark.parametrize("profile", ["strict", "partitioned"])
+def test_spill_halts_on_every_clause_it_cannot_repair(clause: str, profile: str) -> None:
+    if profile == "partitioned" and clause == "floor_in_input":
+        pytest.skip("partitioned has no floor_in_input (brief 4b)")
+    ledger_kwargs, compaction, truncation = UNREPAIRABLE_CASES[clause]
+    log = io.StringIO()
+    ledger = Ledger(recovery_floor_span=12, profile=profile, log=log,
+                    **(ledger_kwargs or {"unit": "turns"}))  # type: ignore[arg-type]
+    ledger.append(40)
+    ledger.truncate(0, 8)
+    ledger.append(8)
+    if truncation is not None:
+        ledger.truncate(*truncation)
+    store = MemorySpillStore()
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        maybe_auto_compact(ledger, occupancy=163, threshold=160, **{
+            "summary_input": (8, 48), "summary_covers": (8, 36), "tail_start": 36,
+            **compaction}, summarize=lambda: "summary", policy="spill", store=store,  # type: ignore[arg-type]
+            transcript=lambda: TRANSCRIPT)
+    assert clause in info.value.failed
+    message = str(info.value)
+    assert "still refused: a spill cannot repair " in message, message
+    assert clause in message.split("cannot repair ", 1)[1], message
+    assert [r.range for r in store.list()] == [(0, 48)], "the evidence is spilled, once, before halting"
+    assert [e["event"] for e in events(log)].count("compact") == 0, "nothing was compacted"

@@ -88,11 +88,11 @@ def _fail_on_call(real: Callable[..., object], at: int) -> Callable[..., object]
     """``real``, except that call number ``at`` raises EIO."""
     calls = [0]
 
-    def failing(*args: object) -> object:
+    def failing(*args: object, **kwargs: object) -> object:
         calls[0] += 1
         if calls[0] == at:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
-        return real(*args)
+        return real(*args, **kwargs)
 
     return failing
 
@@ -101,9 +101,9 @@ def _count_calls(store: FileSpillStore, monkeypatch: pytest.MonkeyPatch, name: s
     calls = [0]
     real = getattr(os, name)
 
-    def counting(*args: object) -> object:
+    def counting(*args: object, **kwargs: object) -> object:
         calls[0] += 1
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(os, name, counting)
     store.put(b"probe " + os.urandom(16))

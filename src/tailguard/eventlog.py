@@ -16,10 +16,18 @@ object per line; line 1 is the session header, every later line one event:
   ``"failed": [...], "holes": [...]}`` (spec 1.1: an attempted compaction the guard refused and
   that was not committed; counted, never coverage)
 
-Extra keys are ignored. Blank lines are skipped. Offsets are JSON integers of any size;
-integers that are inconsistent (negative, reversed, past the history end) are not input
-errors: the strict profile refuses them with ``well_formed``. Anything else unusable raises
-:class:`EventLogError` naming the line and the field.
+Extra keys are ignored. Blank lines are skipped. Offsets are JSON integers of at most
+:data:`~tailguard.jsonstrict.MAX_INT_DIGITS` digits; integers that are inconsistent
+(negative, reversed, past the history end) are not input errors: the strict profile refuses
+them with ``well_formed``. A negative ``count`` is an input error (SPEC.md 9.4): it would hand
+out offsets again. Anything else unusable raises :class:`EventLogError` naming the
+line and the field: a key repeated in one object, a line over
+:data:`~tailguard.jsonstrict.MAX_LINE_BYTES`, nesting deeper than
+:data:`~tailguard.jsonstrict.MAX_DEPTH` (:mod:`tailguard.jsonstrict`, SPEC.md "Limits").
+
+A **torn last line** (no line end and not valid JSON: a writer killed mid-line) is what
+:func:`torn_reason` recognizes; :func:`iter_events` reports it through ``on_torn`` and stops
+there, so that the intact prefix can be judged, or, without ``on_torn``, raises like any bad line.
 
 Standard library only: this module is on the runtime path.
 """
@@ -28,7 +36,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple, TextIO
+from typing import IO, Any, NamedTuple, TextIO
+
+from tailguard import jsonstrict
 
 __all__ = [
     "Append",
@@ -41,8 +51,10 @@ __all__ = [
     "Session",
     "Spill",
     "Truncate",
+    "bounded_lines",
     "iter_events",
     "parse_event",
+    "torn_reason",
 ]
 
 EVENT_KINDS = ("session", "append", "truncate", "compact", "spill", "evict_summary", "refusal")
@@ -213,6 +225,8 @@ def _parse(obj: object, line: int, first: bool) -> Event:
         count = obj.get("count", 1)
         if type(count) is not int:
             raise _Bad("count", f"expected an integer, got {_describe(count)}")
+        if count < 0:  # offsets are permanent: a negative count would hand them out again
+            raise _Bad("count", f"expected a count >= 0, got {count}")
         return Append(line, count)
     if kind == "truncate":
         lo, hi = _pair(obj, "range")
@@ -259,38 +273,97 @@ def _parse(obj: object, line: int, first: bool) -> Event:
     )
 
 
-def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterator[Event]:
+def torn_reason(raw: bytes | str) -> str | None:
+    """Why ``raw`` is a torn last line (no line end and not valid JSON), or None if it is not.
+
+    The rule :meth:`tailguard.ledger.Ledger.from_log` and ``tailguard audit`` share: a line
+    that ends with ``\\n`` or ``\\r`` is complete, and so is one that decodes (a valid last line
+    without its line end); a repeated key or an over-limit value is not a tear but an error.
+    """
+    ends = (b"\n", b"\r") if isinstance(raw, bytes) else ("\n", "\r")
+    if raw.endswith(ends):  # type: ignore[arg-type]
+        return None
+    try:
+        text = raw.decode() if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError as exc:
+        return f"cut inside a UTF-8 character at byte {exc.start + 1}"
+    if not text.strip(" \t\r\n"):
+        return None
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON: {exc.msg}, column {exc.colno}"
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+def bounded_lines(stream: IO[bytes]) -> Iterator[bytes]:
+    """The lines of a binary stream, each read at most :data:`~tailguard.jsonstrict.MAX_LINE_BYTES`
+    plus one bytes at a time, so that a line over the limit is never read whole."""
+    readline = stream.readline
+    limit = jsonstrict.MAX_LINE_BYTES + 1
+    while True:
+        raw = readline(limit)
+        if not raw:
+            return
+        yield raw
+
+
+def iter_events(
+    lines: Iterable[bytes | str], source: str = "<trace>",
+    on_torn: Callable[[int, str], None] | None = None,
+) -> Iterator[Event]:
     """Decode and check a log line by line; the first event yielded is the :class:`Session`.
 
     Streams: holds one line at a time. Raises :class:`EventLogError` at the first unusable
-    line (including a log with no header at all).
+    line (including a log with no header at all). With ``on_torn``, a torn last line
+    (:func:`torn_reason`) is not an error: ``on_torn(line, reason)`` is called and the
+    iteration ends with the intact prefix.
     """
-    loads = json.loads
-    scan = _SCAN  # json's own scanner, minus the wrappers json.loads adds per call
+    scan = _SCAN  # the strict decoder's scanner, minus the wrappers loads adds per call
     first = True
     lineno = 0
+    max_line = jsonstrict.MAX_LINE_BYTES
     for lineno, raw in enumerate(lines, 1):
+        if len(raw) > max_line:
+            reason = jsonstrict.too_long(len(raw), max_line, "a line") if isinstance(raw, str) else (
+                f"a line over the limit of {max_line:,} bytes")
+            raise EventLogError(source, lineno, "line", reason)
         try:
             text = raw.decode() if isinstance(raw, bytes) else raw
+            if len(text) > _PRECHECK_FROM and (
+                    text.count("[") + text.count("{") > _MAX_DEPTH or len(text) > _MAX_DIGITS):
+                jsonstrict.precheck(text)  # integer length and depth, before decoding
             try:
                 obj, end = scan(text, 0)
                 if end != len(text) and text[end:] not in _TRAILERS:
-                    obj = loads(text)  # leaves the verdict (and message) to json.loads
+                    obj = _strict_loads(text)  # leaves the verdict (and message) to the decoder
             except StopIteration:
-                obj = loads(text)
+                obj = _strict_loads(text)
+        except jsonstrict.DuplicateKeyError as dup:
+            raise EventLogError(source, lineno, dup.key or "line", f"{dup.reason} in one object") from None
         except UnicodeDecodeError as exc:
+            if on_torn is not None and (why := torn_reason(raw)) is not None:
+                on_torn(lineno, why)
+                break
             reason = f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})"
             raise EventLogError(source, lineno, "line", reason) from None
-        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+        except jsonstrict.JSONInputError as exc:  # over a limit
+            raise EventLogError(source, lineno, "line", exc.reason) from None
+        except ValueError as exc:  # JSONDecodeError, NaN/Infinity, or an integer too long to convert
             if not text.strip(" \t\r\n"):  # a blank line (JSON whitespace only)
                 continue
+            if on_torn is not None and (why := torn_reason(raw)) is not None:
+                on_torn(lineno, why)
+                break
             reason = _json_reason(exc)
             raise EventLogError(source, lineno, "line", f"not valid JSON ({reason})") from None
         except RecursionError:
             raise EventLogError(source, lineno, "line", "JSON nested too deeply") from None
         if not first and type(obj) is dict and obj.get("event") == "append":
             count = obj.get("count", 1)
-            if type(count) is int:  # the common line, checked inline
+            if type(count) is int and count >= 0:  # the common line, checked inline
                 yield Append(lineno, count)
                 continue
         try:
@@ -300,6 +373,9 @@ def iter_events(lines: Iterable[bytes | str], source: str = "<trace>") -> Iterat
         first = False
     if first:
         raise EventLogError(source, max(lineno, 1), "event", "missing session header (empty log)")
+
+
+_strict_loads = jsonstrict.decode_unchecked
 
 
 def _json_reason(exc: ValueError) -> str:
@@ -314,7 +390,9 @@ def _json_reason(exc: ValueError) -> str:
     return str(exc)
 
 
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_SCAN: Callable[[str, int], tuple[Any, int]] = jsonstrict.scanner()
+_MAX_DEPTH, _MAX_DIGITS = jsonstrict.MAX_DEPTH, jsonstrict.MAX_INT_DIGITS
+_PRECHECK_FROM = min(2 * _MAX_DEPTH, _MAX_DIGITS)  # a shorter line is within both limits
 _TRAILERS = frozenset(("\n", "\r\n", "\r", " \n", " "))  # json.loads' whitespace
 
 

@@ -6,7 +6,10 @@ evictions, spills) and decides every compaction by the spec's clauses, exactly a
 generated checker decides the *equivalent case* (:meth:`Ledger.equivalent_case`; SPEC.md
 sections 9.3 and 10) but in O(log k) in the number of recorded intervals. It writes
 everything it records as the normative JSONL event log (:mod:`tailguard.eventlog`), each line
-*before* the state changes, so a failed write leaves the ledger as it was; ``tailguard audit``
+*before* the state changes, so a failed write leaves the ledger as it was, and no part of a failed
+line can reach the log later (:mod:`tailguard.ledger_log`; ``durable=True`` fsyncs every line
+but appends and truncations). One lock makes a ledger safe to share between threads, and the
+log's order is the order in which the state changed. ``tailguard audit``
 replays the log with the same core (:func:`replay`), and :meth:`Ledger.from_log` rebuilds a
 ledger from its own log to continue a session in a new process.
 
@@ -24,7 +27,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 import warnings
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
@@ -45,15 +50,36 @@ from tailguard.eventlog import (
 )
 from tailguard.ledger_core import PROFILES, LedgerCore
 from tailguard.ledger_explain import explain as _explain
+from tailguard.ledger_log import LogFailedError, LogSink
 from tailguard.seed_api import UnrecoverableCompactionError
 
-__all__ = ["PROFILES", "Ledger", "LedgerCore", "TornLineWarning", "Verdict", "replay"]
+__all__ = ["PROFILES", "Ledger", "LedgerCore", "LogFailedError", "TornLineWarning", "Verdict", "replay"]
 
 Pair = tuple[int, int]
 
 
 class TornLineWarning(UserWarning):
     """The last line of a log was cut mid-write (a crash): it was ignored."""
+
+
+class _SinkStream:
+    """What :class:`~tailguard.eventlog.EventWriter` writes to: one whole line per ``write``."""
+
+    __slots__ = ("sink",)
+
+    def __init__(self, sink: LogSink) -> None:
+        self.sink = sink
+
+    def write(self, text: str) -> int:
+        self.sink.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _writer(sink: LogSink) -> EventWriter:
+    return EventWriter(_SinkStream(sink), flush=False)  # type: ignore[arg-type]
 
 
 class Ledger:
@@ -91,6 +117,7 @@ summarized or spilled
         profile: str = "strict",
         log: TextIO | None = None,
         flush: bool = True,
+        durable: bool = False,
         keep_history: bool = False,
         _header: bool = True,
     ) -> None:
@@ -98,9 +125,17 @@ summarized or spilled
 
         ``profile``: ``strict`` (default), ``partitioned`` (the summarizer sees the candidates,
         not the tail: LangChain, the OpenAI Agents SDK, OpenHands, langmem) or ``seed``.
-        ``log``: a text stream that receives the JSONL event log (header first), flushed
-        after every event unless ``flush=False``. ``keep_history`` keeps the raw ranges so
-        that :meth:`equivalent_case` works (memory then grows with the events).
+        ``log``: a text stream that receives the JSONL event log (header first). Each event's
+        line is written before the state changes; if the write fails the call raises, records
+        nothing and every later recording call raises :class:`LogFailedError`
+        (:mod:`tailguard.ledger_log`). Lines are written as they happen unless ``flush=False``
+        (then in batches: a crash can lose the last ones). ``durable=True`` fsyncs every line
+        but ``append`` and ``truncate`` before the call returns (a log with a file
+        descriptor is needed). ``keep_history`` keeps the raw ranges so that
+        :meth:`equivalent_case` works (memory then grows with the events).
+
+        Threads: every method takes the ledger's lock, so one ledger can be shared; the log's
+        line order is the order in which the state changed.
         """
         _int(recovery_floor_span, "recovery_floor_span")
         fu = unit if floor_unit is None else floor_unit
@@ -119,8 +154,9 @@ summarized or spilled
         self.refusals = 0  #: refused commit attempts (each logged as a ``refusal`` line)
         #: ``(line, reason)`` of a torn last line that :meth:`from_log` ignored, else None
         self.torn_line: tuple[int, str] | None = None
-        self._writer = EventWriter(log, flush=flush) if log is not None else None
-        self._owned: TextIO | None = None
+        self._lock = threading.RLock()
+        self._sink = LogSink(log, flush=flush, durable=durable) if log is not None else None
+        self._writer = _writer(self._sink) if self._sink is not None else None
         if self._writer is not None and _header:
             self._writer.session(unit, recovery_floor_span, fu, tu)
 
@@ -138,12 +174,14 @@ summarized or spilled
     @property
     def summaries(self) -> tuple[str, ...]:
         """Ids of the summaries in the context, oldest first."""
-        return self._core.summaries.ids
+        with self._lock:
+            return self._core.summaries.ids
 
     @property
     def next_summary_id(self) -> str:
         """The id the next committed compaction gets when it names none (its ordinal)."""
-        return self._core.summaries.next_id
+        with self._lock:
+            return self._core.summaries.next_id
 
     # -- recording ---------------------------------------------------------------
 
@@ -163,37 +201,41 @@ summarized or spilled
         _int(count, "count")
         if count < 0:
             raise ValueError(f"count: expected a count >= 0, got {count}")
-        if self._writer is not None:
-            self._writer.append(count)
-        self._core.append(count)
-        self._next_line()
+        with self._lock:
+            if self._writer is not None:
+                self._writer.append(count)
+            self._core.append(count)
+            self._next_line()
 
     def truncate(self, lo: int, hi: int) -> None:
         """Record a budget truncation of ``[lo, hi)`` (``0 <= lo <= hi <= history_end``)."""
-        self._range(lo, hi)
-        if self._writer is not None:
-            self._writer.truncate(lo, hi)
-        self._core.truncate(lo, hi, self._next_line())
+        with self._lock:
+            self._range(lo, hi)
+            if self._writer is not None:
+                self._writer.truncate(lo, hi)
+            self._core.truncate(lo, hi, self._next_line())
 
     def spill(self, lo: int, hi: int, handle: str | None = None) -> None:
         """Record that ``[lo, hi)`` was written losslessly to durable storage."""
-        self._range(lo, hi)
         if handle is not None and not isinstance(handle, str):
             raise TypeError(f"handle: expected a string, got {handle!r}")
-        if self._writer is not None:
-            self._writer.spill(lo, hi, handle)
-        self._core.spill(lo, hi, self._next_line())
+        with self._lock:
+            self._range(lo, hi)
+            if self._writer is not None:
+                self._writer.spill(lo, hi, handle)
+            self._core.spill(lo, hi, self._next_line())
 
     def evict_summary(self, summary: str) -> None:
         """Record that a budget stage evicted ``summary`` from the context (its coverage leaves)."""
         if not isinstance(summary, str):
             raise TypeError(f"summary: expected a summary id (string), got {summary!r}")
-        problem = self._core.evict_problem(summary)
-        if problem is not None:
-            raise ValueError(f"{problem[0]}: {problem[1]}")
-        if self._writer is not None:
-            self._writer.evict_summary(summary)
-        self._core.evict(summary, self._next_line())
+        with self._lock:
+            problem = self._core.evict_problem(summary)
+            if problem is not None:
+                raise ValueError(f"{problem[0]}: {problem[1]}")
+            if self._writer is not None:
+                self._writer.evict_summary(summary)
+            self._core.evict(summary, self._next_line())
 
     def _lineage(
         self, summary: str | None, saw: Sequence[str] | None, keeps: Sequence[str], *, new: bool
@@ -223,7 +265,13 @@ summarized or spilled
         ``keeps``: those that stay in the context beside the new summary. Inconsistent offsets
         are refused (``well_formed``), not raised; unknown summary ids raise ``ValueError``.
         """
-        i, c = summary_input, summary_covers
+        with self._lock:
+            return self._decide(summary_input, summary_covers, tail_start, saw, keeps, profile)
+
+    def _decide(
+        self, i: Pair, c: Pair, tail_start: int, saw: Sequence[str] | None, keeps: Sequence[str],
+        profile: str | None,
+    ) -> Decision:
         if not (  # the common shape, checked inline: this is the hot path
             type(tail_start) is int
             and type(i) is tuple and len(i) == 2 and type(i[0]) is int and type(i[1]) is int
@@ -248,7 +296,8 @@ summarized or spilled
         profile: str | None = None,
     ) -> list[str]:
         """One sentence per failed clause of ``decision`` (for a compaction not yet recorded)."""
-        return _explain(self._core, profile or self.profile, decision, tail_start, summary_input,
+        with self._lock:
+            return _explain(self._core, profile or self.profile, decision, tail_start, summary_input,
                         summary_covers, saw, keeps)
 
     def commit(
@@ -275,18 +324,20 @@ summarized or spilled
             raise ValueError("override: give a non-empty reason to commit a refused compaction")
         i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
         _int(tail_start, "tail_start")
-        saw_t, keeps_t = self._lineage(summary, saw, keeps, new=True)
-        core = self._core
-        decision = core.decide(self.profile, tail_start, i, c, saw_t, keeps_t)
-        if not decision.allowed and override is None:
-            sentences = _explain(core, self.profile, decision, tail_start, i, c, saw_t, keeps_t)
-            self.log_refusal(decision, summary_input=i, summary_covers=c, tail_start=tail_start)
-            raise UnrecoverableCompactionError.from_decision(decision, sentences)
-        if self._writer is not None:
-            self._writer.compact_lineage(i, c, tail_start, None if decision.allowed else override,
-                                         summary, saw_t, keeps_t)
-        core.compact(i, c, self._next_line(), summary=summary, saw=saw_t, keeps=keeps_t)
-        return decision
+        with self._lock:
+            saw_t, keeps_t = self._lineage(summary, saw, keeps, new=True)
+            core = self._core
+            decision = core.decide(self.profile, tail_start, i, c, saw_t, keeps_t)
+            if not decision.allowed and override is None:
+                sentences = _explain(core, self.profile, decision, tail_start, i, c, saw_t, keeps_t)
+                self._log_refusal(decision, i, c, tail_start)
+                raise UnrecoverableCompactionError.from_decision(decision, sentences)
+            if self._writer is not None:
+                self._writer.compact_lineage(i, c, tail_start,
+                                             None if decision.allowed else override,
+                                             summary, saw_t, keeps_t)
+            core.compact(i, c, self._next_line(), summary=summary, saw=saw_t, keeps=keeps_t)
+            return decision
 
     def log_refusal(
         self, decision: Decision, *, summary_input: Pair, summary_covers: Pair, tail_start: int
@@ -296,10 +347,16 @@ summarized or spilled
         :meth:`commit` does this itself when it refuses; call it when you decided with
         :meth:`decide` and will not commit.
         """
+        if not isinstance(decision, Decision):
+            raise TypeError(f"decision: expected a Decision, got {decision!r}")
         if decision.allowed:
             raise ValueError("log_refusal: the decision allows; only refusals are logged as such")
         i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
         _int(tail_start, "tail_start")
+        with self._lock:
+            self._log_refusal(decision, i, c, tail_start)
+
+    def _log_refusal(self, decision: Decision, i: Pair, c: Pair, tail_start: int) -> None:
         if self._writer is not None:
             self._writer.refusal(i, c, tail_start, decision.failed, decision.holes)
         self.refusals += 1
@@ -315,9 +372,10 @@ summarized or spilled
         keeps: Sequence[str] = (),
     ) -> dict[str, Any]:
         """The ``tailguard check`` case for this compaction now (``keep_history=True``)."""
-        if saw is not None or keeps:
-            saw, keeps = self._lineage(None, saw, keeps, new=False)
-        return self._core.equivalent_case(tail_start, summary_input, summary_covers, saw, keeps)
+        with self._lock:
+            if saw is not None or keeps:
+                saw, keeps = self._lineage(None, saw, keeps, new=False)
+            return self._core.equivalent_case(tail_start, summary_input, summary_covers, saw, keeps)
 
     # -- surviving the process -----------------------------------------------------
 
@@ -330,6 +388,7 @@ summarized or spilled
         log: TextIO | None = None,
         append: bool | None = None,
         flush: bool = True,
+        durable: bool = False,
         keep_history: bool = False,
     ) -> Ledger:
         """Rebuild a ledger from its own event log and continue the session.
@@ -343,7 +402,8 @@ summarized or spilled
 
         Continuing: with a path, the ledger appends its next events to that file
         (``append=False`` to only read it), first cutting a torn last line off. With lines,
-        pass ``log=`` to continue into a stream of your own.
+        pass ``log=`` to continue into a stream of your own. ``flush`` and ``durable`` as in
+        the constructor.
         """
         torn: tuple[int, str] | None = None
         path: Path | None = None
@@ -379,11 +439,17 @@ summarized or spilled
                 if keep and not lines[keep - 1].endswith((b"\n", b"\r")):
                     f.seek(0, io.SEEK_END)
                     f.write(b"\n")
-            stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - owned by the ledger
-            led._owned = stream
-            led._writer = EventWriter(stream, flush=flush)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+            try:
+                led._sink = LogSink(fd=fd, owned=True, flush=flush, durable=durable)
+            except BaseException:
+                os.close(fd)
+                raise
+            led._writer = _writer(led._sink)
+            weakref.finalize(led, led._sink.close)  # its descriptor: held lines out, then closed
         elif log is not None:
-            led._writer = EventWriter(log, flush=flush)
+            led._sink = LogSink(log, flush=flush, durable=durable)
+            led._writer = _writer(led._sink)
         return led
 
     def _rebuild_from(self, events: Iterator[Event], where: str) -> None:
@@ -415,11 +481,19 @@ summarized or spilled
             else:
                 raise EventLogError(where, ev.line, "event", "a second session header")
 
+    def flush(self) -> None:
+        """Write the lines ``flush=False`` kept back (a no-op otherwise)."""
+        with self._lock:
+            if self._sink is not None:
+                self._sink.flush()
+
     def close(self) -> None:
-        """Close the log file :meth:`from_log` opened (a stream you passed stays yours)."""
-        if self._owned is not None:
-            self._owned.close()
-            self._owned = None
+        """Write what ``flush=False`` kept back (unless a write failed), and close the log file
+        :meth:`from_log` opened (a stream you passed stays yours). After a failed write nothing
+        is written, flushed or closed but that file: no failed line can reach the log."""
+        with self._lock:
+            if self._sink is not None:
+                self._sink.close()
 
 
 def _check_lineage(core: LedgerCore, ev: Compact, where: str) -> None:
@@ -477,8 +551,9 @@ def replay(
     :class:`Verdict` per compaction and each :class:`~tailguard.eventlog.Refusal` line as it
     is, in log order; a compaction is judged against the state recorded before it and then
     recorded (it happened). Ranges are taken as they are (strict refuses inconsistent ones
-    with ``well_formed``); a summary id that names no summary in the context, or a repeated
-    one, raises :class:`~tailguard.eventlog.EventLogError` (``source`` names the file).
+    with ``well_formed``); a negative append count (SPEC.md 9.4), a summary id that names no
+    summary in the context, or a repeated one, raises
+    :class:`~tailguard.eventlog.EventLogError` (``source`` names the file).
     Streams: the state is the merged interval sets and the summaries in the context (plus,
     with ``explain``, which lines truncated each range and which lost summary covered it;
     for the seed profile, the seed's raw truncations reduced to non-dominated pairs).
@@ -500,6 +575,8 @@ def replay(
     decide = core.decide
     for ev in it:
         if type(ev) is Append:
+            if ev.amount < 0:  # SPEC.md 9.4, as the reader and Ledger.append: offsets never repeat
+                raise EventLogError(source, ev.line, "count", f"expected a count >= 0, got {ev.amount}")
             core.n += ev.amount
         elif type(ev) is Truncate:
             core.truncate(ev.lo, ev.hi, ev.line)

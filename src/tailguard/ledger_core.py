@@ -23,12 +23,11 @@ Standard library only: this module is on the runtime path.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
 from tailguard._generated.checker import CLAUSES, UNITS, Decision
-from tailguard.interval_index import IntervalUnion, Staircase
+from tailguard.interval_index import IntervalUnion, Runs, Staircase
 from tailguard.intervals import union
 from tailguard.lineage import LostCoverage, SummaryContext, union_of
 
@@ -45,44 +44,49 @@ def fmt(lo: int, hi: int) -> str:
     return f"[{lo}, {hi})"
 
 
-class TruncationOrigins:
+class TruncationOrigins(Runs):
     """Which lines truncated which offsets (for diagnostics only).
 
     Disjoint ranges, sorted; each tagged with the first and last line that truncated part
     of it. Adjacent ranges merge (widening the tag), so this stays as small as the merged
-    truncation set: memory never grows with the number of events beyond it.
+    truncation set: memory never grows with the number of events beyond it. Blocked
+    (:class:`~tailguard.interval_index.Runs`): O(log k) per range whatever the order.
     """
 
-    __slots__ = ("_his", "_los", "_tags")
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self._los: list[int] = []
-        self._his: list[int] = []
-        self._tags: list[tuple[object, object]] = []
+        super().__init__(tags=True)
 
     def add_fresh(self, lo: int, hi: int, tag: object) -> None:
         """Add ``[lo, hi)``, disjoint from every range held (it was not truncated before)."""
-        los, his, tags = self._los, self._his, self._tags
-        i = bisect_right(los, lo)
         first, last = tag, tag
-        j = i
-        if i and his[i - 1] == lo:  # touches the left neighbour
-            i -= 1
-            lo, first = los[i], tags[i][0]
-        if j < len(los) and los[j] == hi:  # touches the right neighbour
-            hi, last = his[j], tags[j][1]
-            j += 1
-        los[i:j] = (lo,)
-        his[i:j] = (hi,)
-        tags[i:j] = ((first, last),)
+        p = q = self._first_lo_gt(lo)
+        before = self._prev(p)
+        if before is not None and self._his[before[0]][before[1]] == lo:  # touches the left
+            p = before
+            lo, first = self._los[p[0]][p[1]], self._tags_at(p)[0]
+        if not self._end(q) and self._los[q[0]][q[1]] == hi:  # touches the right neighbour
+            hi, last = self._his[q[0]][q[1]], self._tags_at(q)[1]
+            q = self._next(q)
+        if p == q:  # touches neither neighbour
+            self._insert(p, lo, hi, (first, last))
+        else:
+            self._splice(p, q, [lo], [hi], [(first, last)])
+
+    def _tags_at(self, p: tuple[int, int]) -> tuple[object, object]:
+        tag = self._tag(*p)
+        assert isinstance(tag, tuple)
+        return (tag[0], tag[1])
 
     def within(self, lo: int, hi: int) -> list[tuple[object, object]]:
-        los, his = self._los, self._his
-        i = bisect_right(his, lo)
         out: list[tuple[object, object]] = []
-        while i < len(los) and los[i] < hi:
-            out.append(self._tags[i])
-            i += 1
+        if not self:
+            return out
+        for r_lo, _, b, o in self._rows(self._first_hi_gt(lo)):
+            if r_lo >= hi:
+                break
+            out.append(self._tags_at((b, o)))
         return out
 
 
@@ -186,14 +190,15 @@ class LedgerCore:
             self._hist_tr.append((lo, hi))
         if lo < hi:
             if self.origins is not None:
-                for g_lo, g_hi in self.truncated.gaps(lo, hi):
+                for g_lo, g_hi in self.truncated.add_gaps(lo, hi):  # what was not truncated before
                     self.origins.add_fresh(g_lo, g_hi, tag)
+            else:
+                self.truncated.add(lo, hi)
             if self.recovered:
                 for g_lo, g_hi in self.recovered.gaps(lo, hi):
                     self.lost.add(g_lo, g_hi)
             else:
                 self.lost.add(lo, hi)
-            self.truncated.add(lo, hi)
 
     def spill(self, lo: int, hi: int, tag: object = None) -> None:
         """Record a lossless spill of ``[lo, hi)``."""
@@ -383,7 +388,7 @@ class LedgerCore:
             and self.F >= 0
             and self._units_known
             and not self.reversed
-            and (not pc or (pc.los[0] >= 0 and pc.his[-1] <= n))
+            and (not pc or (pc.min_lo >= 0 and pc.max_hi <= n))
         ):  # the strict well_formed clause on the equivalent case with prior coverage pc
             return _WELL_FORMED
         failed: list[str] = []
@@ -397,12 +402,12 @@ class LedgerCore:
                 failed.append("floor_in_tail")
         tru = self.truncated
         # every truncation lies in [0, n] here, so only the highest end can reach [t, n)
-        if tru and t < n and tru.his[-1] > t:
+        if tru and t < n and tru.max_hi > t:
             failed.append("tail_intact")
         if t != 0 and d < t:
             failed.append("seam_contiguous")
         if c < d and not (
-            a <= c and d <= b and not (tru and tru.his[-1] > c and tru.intersects(c, d))
+            a <= c and d <= b and not (tru and tru.max_hi > c and tru.intersects(c, d))
         ):
             failed.append("summary_honest")
         # no_hole: holes = lost | (([0, n) \ R) \ (X | T)) with X = C & I, T = [t, n)
@@ -413,9 +418,9 @@ class LedgerCore:
         if lost:
             hole = True
         elif x_lo >= x_hi:  # X empty: X | T = [t, n)
-            hole = t > 0 and not (rec and rec.los[0] == 0 and rec.his[0] >= t)
+            hole = t > 0 and not (rec and rec.min_lo == 0 and rec.first_hi >= t)
         elif x_lo <= t <= x_hi:  # X | T = [x_lo, n)
-            hole = x_lo > 0 and not (rec and rec.los[0] == 0 and rec.his[0] >= x_lo)
+            hole = x_lo > 0 and not (rec and rec.min_lo == 0 and rec.first_hi >= x_lo)
         else:
             hole = not all(rec.covers(lo, hi) for lo, hi in self.uncovered_outside(t, x_lo, x_hi))
         if hole:

@@ -180,7 +180,7 @@ def _why(core: LedgerCore, t: int, a: int, b: int, c: int, d: int, saw: Sequence
     for what, tag in core.bounds_problems():
         why.append(f"a recorded range{_at(tag)} {what}")
     pc, _, _ = core.prior(saw, keeps)
-    if pc and (pc.los[0] < 0 or pc.his[-1] > n):
+    if pc and (pc.min_lo < 0 or pc.max_hi > n):
         why.append(f"prior coverage {fmt_set(list(pc))} is not inside [0, {n}]")
     units = (("floor_unit", core.floor_unit), ("truncator_unit", core.truncator_unit))
     for name, unit in units:

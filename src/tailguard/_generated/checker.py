@@ -2,16 +2,36 @@
 # Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
 """tailguard runtime checker, spec 1.1.0.
 
-Standard library only: vendor this one file freely. Decide a compaction with
-``check(profile, **case_fields)`` or ``check_case(mapping, profile)``; both return a
-``Decision(decision, failed, holes)``. Bad input raises ``CaseError`` naming the field;
-the guard never allows what it could not read.
+Standard library only: vendor this one file freely. Runs on Python 3.9 to 3.13.
+Decide a compaction with ``check(profile, **case_fields)`` or
+``check_case(mapping, profile)``; both return a ``Decision(decision, failed, holes)``.
+Bad input raises ``CaseError`` naming the field; the guard never allows what it could
+not read. Limits: integers of at most 1,000 digits, at most 100,000
+intervals per case.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import reprlib as _reprlib
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
+
+__all__ = [
+    'CLAUSES',
+    'FIELDS',
+    'MAX_INTERVALS',
+    'MAX_INT_DIGITS',
+    'PROFILES',
+    'SPEC_SHA256',
+    'SPEC_VERSION',
+    'UNITS',
+    'CaseError',
+    'Decision',
+    'check',
+    'check_case',
+    'explain',
+    'read_case',
+]
 
 SPEC_VERSION = '1.1.0'
 SPEC_SHA256 = 'c5b5e939ca510ff1aa0321ad79f517179e7c8694dcbc714fe86aafbb154c7e90'
@@ -23,6 +43,10 @@ CLAUSES: dict[str, tuple[str, ...]] = {
     'partitioned': ('well_formed', 'units_agree', 'floor_in_tail', 'tail_intact', 'seam_contiguous', 'summary_honest', 'no_hole'),
 }
 FIELDS = ('history_end', 'tail_start', 'summary_input', 'summary_covers', 'recovery_floor_span', 'floor_unit', 'truncator_unit', 'prior_truncations', 'prior_coverage', 'spills')
+MAX_INT_DIGITS = 1000  # digits of one integer (sign not counted)
+MAX_INTERVALS = 100000  # intervals in one case, all three lists together
+_INT_BOUND = 10 ** MAX_INT_DIGITS
+_INT_MIN = -_INT_BOUND
 
 
 class Decision(NamedTuple):
@@ -283,61 +307,131 @@ _CHECKERS = {'seed': _check_seed, 'strict': _check_strict, 'partitioned': _check
 _EXPLAINERS = {'seed': _explain_seed, 'strict': _explain_strict, 'partitioned': _explain_partitioned}
 
 
-def check(profile: str, *, history_end: int, tail_start: int, summary_input: tuple[int, int], summary_covers: tuple[int, int], recovery_floor_span: int, floor_unit: str, truncator_unit: str, prior_truncations: list[tuple[int, int]], prior_coverage: list[tuple[int, int]], spills: list[tuple[int, int]]) -> Decision:
-    """Decide one compaction. Values must already have the right types (see ``check_case``)."""
+def _profile(profile: object) -> str:
+    if not isinstance(profile, str) or profile not in _CHECKERS:
+        raise CaseError("profile", f"unknown profile {_show(profile)}; known: {sorted(_CHECKERS)}")
+    return profile
+
+
+def check(profile: str, *, history_end: int, tail_start: int, summary_input: tuple[int, int], summary_covers: tuple[int, int], recovery_floor_span: int, floor_unit: str, truncator_unit: str, prior_truncations: Iterable[tuple[int, int]] = (), prior_coverage: Iterable[tuple[int, int]] = (), spills: Iterable[tuple[int, int]] = ()) -> Decision:
+    """Decide one compaction.
+
+    Every argument is read first, and once: an interval list may be any iterable of
+    ``(lo, hi)`` pairs (a list, a tuple, a generator, ``map(tuple, ...)``), consumed exactly
+    once; the three lists default to empty. Anything else raises ``CaseError`` naming the
+    field: a value that is not an integer (a float, ``inf``, a bool), an interval that is not
+    a pair, a unit that is not a string, an integer of more than ``MAX_INT_DIGITS`` digits,
+    more than ``MAX_INTERVALS`` intervals in all. Never a silent allow.
+    """
+    return _CHECKERS[_profile(profile)](*_read(history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit, truncator_unit, prior_truncations, prior_coverage, spills))
+
+
+def explain(profile: str, decision: Decision, *, history_end: int, tail_start: int, summary_input: tuple[int, int], summary_covers: tuple[int, int], recovery_floor_span: int, floor_unit: str, truncator_unit: str, prior_truncations: Iterable[tuple[int, int]] = (), prior_coverage: Iterable[tuple[int, int]] = (), spills: Iterable[tuple[int, int]] = ()) -> list[str]:
+    """One sentence per failed clause, ``"<clause id>: <what is wrong>"``, in spec order.
+
+    Give it the same values as ``check`` (an iterator ``check`` consumed is empty here).
+    """
+    return _EXPLAINERS[_profile(profile)](*_read(history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit, truncator_unit, prior_truncations, prior_coverage, spills), decision.failed, decision.holes)
+
+
+def _show(value: object) -> str:
+    """A short, always printable picture of a rejected value."""
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN < value < _INT_BOUND:
+        return f"<an integer of more than {MAX_INT_DIGITS:,} digits>"
     try:
-        checker = _CHECKERS[profile]
-    except KeyError:
-        raise CaseError("profile", f"unknown profile {profile!r}; known: {sorted(_CHECKERS)}") from None
-    return checker(history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit, truncator_unit, prior_truncations, prior_coverage, spills)
-
-
-def explain(profile: str, decision: Decision, *, history_end: int, tail_start: int, summary_input: tuple[int, int], summary_covers: tuple[int, int], recovery_floor_span: int, floor_unit: str, truncator_unit: str, prior_truncations: list[tuple[int, int]], prior_coverage: list[tuple[int, int]], spills: list[tuple[int, int]]) -> list[str]:
-    """One sentence per failed clause, ``"<clause id>: <what is wrong>"``, in spec order."""
-    return _EXPLAINERS[profile](history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit, truncator_unit, prior_truncations, prior_coverage, spills, decision.failed, decision.holes)
+        text = _reprlib.repr(value)
+    except Exception:  # a hostile __repr__: name the type only
+        text = f"<{type(value).__name__} object>"
+    return text
 
 
 def _int(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CaseError(field, f"expected an integer, got {type(value).__name__} {value!r}")
+    if type(value) is int and _INT_MIN < value < _INT_BOUND:
+        return value
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise CaseError(field, f"expected an integer, got {type(value).__name__} {_show(value)}")
+        value = int(value)  # an int subclass: its plain value
+    if not _INT_MIN < value < _INT_BOUND:
+        raise CaseError(field, f"an integer of more than {MAX_INT_DIGITS:,} digits (the limit)")
     return value
 
 
 def _pair(value: object, field: str) -> tuple[int, int]:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
-        raise CaseError(field, f"expected a pair [lo, hi], got {value!r}")
+        raise CaseError(field, f"expected a pair [lo, hi], got {_show(value)}")
     return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))
 
 
-def _pairs(value: object, field: str) -> list[tuple[int, int]]:
-    if not isinstance(value, (list, tuple)):
+def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:
+    """Materialize an iterable of pairs once; at most ``room`` of them."""
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")
-    return [_pair(v, f"{field}[{i}]") for i, v in enumerate(value)]
+    out: list[tuple[int, int]] = []
+    for i, item in enumerate(value):
+        if i >= room:
+            raise CaseError(field, f"more than {MAX_INTERVALS:,} intervals in the case (the limit; "
+                                   "prior_truncations, prior_coverage and spills together)")
+        if (type(item) is tuple or type(item) is list) and len(item) == 2:  # the common case, inline
+            lo, hi = item
+            if (type(lo) is int and type(hi) is int
+                    and _INT_MIN < lo < _INT_BOUND and _INT_MIN < hi < _INT_BOUND):
+                out.append((lo, hi))
+                continue
+        out.append(_pair(item, f"{field}[{i}]"))
+    return out
 
 
 def _unit(value: object, field: str) -> str:
     if not isinstance(value, str):
-        raise CaseError(field, f"expected a unit name (string), got {type(value).__name__} {value!r}")
-    return value
+        raise CaseError(field, f"expected a unit name (string), got {type(value).__name__} {_show(value)}")
+    return str(value)
+
+
+def _read(history_end: object, tail_start: object, summary_input: object, summary_covers: object, recovery_floor_span: object, floor_unit: object, truncator_unit: object, prior_truncations: object, prior_coverage: object, spills: object) -> tuple[int, int, tuple[int, int], tuple[int, int], int, str, str, list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
+    """Every field read and typed, in ``FIELDS`` order (the first bad one raises)."""
+    v_history_end = _int(history_end, 'history_end')
+    v_tail_start = _int(tail_start, 'tail_start')
+    v_summary_input = _pair(summary_input, 'summary_input')
+    v_summary_covers = _pair(summary_covers, 'summary_covers')
+    v_recovery_floor_span = _int(recovery_floor_span, 'recovery_floor_span')
+    v_floor_unit = _unit(floor_unit, 'floor_unit')
+    v_truncator_unit = _unit(truncator_unit, 'truncator_unit')
+    v_prior_truncations = _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
+    v_prior_coverage = _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
+    v_spills = _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
+    return (v_history_end, v_tail_start, v_summary_input, v_summary_covers, v_recovery_floor_span, v_floor_unit, v_truncator_unit, v_prior_truncations, v_prior_coverage, v_spills)
+
+
+_READERS: dict[str, Callable[[object, str], object]] = {"int": _int, "interval": _pair, "unit": _unit}
+_KINDS = {'history_end': 'int', 'tail_start': 'int', 'summary_input': 'interval', 'summary_covers': 'interval', 'recovery_floor_span': 'int', 'floor_unit': 'unit', 'truncator_unit': 'unit', 'prior_truncations': 'intervals', 'prior_coverage': 'intervals', 'spills': 'intervals'}
 
 
 def read_case(case: Mapping[str, object]) -> dict[str, Any]:
     """Check the types of every case field; raise ``CaseError`` naming the first bad one.
 
-    Extra keys are ignored. Integers that are inconsistent (negative, ``lo > hi``, past
-    the history end) are not input errors: the strict profile refuses them (``well_formed``).
+    Every field is required (the JSON format). Extra keys are ignored. Integers that are
+    inconsistent (negative, ``lo > hi``, past the history end) are not input errors: the
+    strict profile refuses them (``well_formed``).
     """
     if not isinstance(case, Mapping):
         raise CaseError("case", f"expected a JSON object, got {type(case).__name__}")
-    out: dict[str, Any] = {}
-    readers = {'history_end': _int, 'tail_start': _int, 'summary_input': _pair, 'summary_covers': _pair, 'recovery_floor_span': _int, 'floor_unit': _unit, 'truncator_unit': _unit, 'prior_truncations': _pairs, 'prior_coverage': _pairs, 'spills': _pairs}
-    for field, reader in readers.items():
+    values: list[object] = []
+    room = MAX_INTERVALS
+    for field in FIELDS:
         if field not in case:
             raise CaseError(field, "missing field")
-        out[field] = reader(case[field], field)
-    return out
+        kind = _KINDS[field]
+        if kind == "intervals":
+            pairs = _pairs(case[field], field, room)
+            room -= len(pairs)
+            values.append(pairs)
+        else:
+            values.append(_READERS[kind](case[field], field))
+    return dict(zip(FIELDS, values))  # noqa: B905 - equal lengths; zip(strict=) needs 3.10
 
 
 def check_case(case: Mapping[str, object], profile: str = "strict") -> Decision:
     """Read and decide one case given as a mapping of the case fields (the JSON format)."""
-    return check(profile, **read_case(case))
+    fields = read_case(case)
+    return _CHECKERS[_profile(profile)](*fields.values())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 
 from tailguard import intervals
+from tailguard.jsonstrict import MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
 from tailguard.speclang.deps import needed_defines
@@ -18,6 +19,14 @@ from tailguard.speclang.pretty import pretty
 
 GENERATOR = "tailguard.backends.python_render"
 TARGET = "src/tailguard/_generated/checker.py"
+#: the Python versions the generated checker runs on (tests parse it with ``feature_version``
+#: of the oldest and run it on every interpreter of the range that is installed)
+PYTHON_RANGE = ("3.9", "3.13")
+#: what ``from checker import *`` gives, and nothing else (no ``Any``, ``Mapping``...)
+PUBLIC_NAMES = (
+    "CLAUSES", "FIELDS", "MAX_INTERVALS", "MAX_INT_DIGITS", "PROFILES", "SPEC_SHA256", "SPEC_VERSION",
+    "UNITS", "CaseError", "Decision", "check", "check_case", "explain", "read_case",
+)
 
 
 def stamp(spec: Spec, comment: str = "#") -> str:
@@ -234,16 +243,24 @@ def _why(c: PythonCompiler, cl: Clause) -> str:
 def render_python(spec: Spec) -> str:
     out: list[str] = [stamp(spec), f'"""tailguard runtime checker, spec {spec.version}.', ""]
     out += [
-        "Standard library only: vendor this one file freely. Decide a compaction with",
-        "``check(profile, **case_fields)`` or ``check_case(mapping, profile)``; both return a",
-        "``Decision(decision, failed, holes)``. Bad input raises ``CaseError`` naming the field;",
-        "the guard never allows what it could not read.",
+        "Standard library only: vendor this one file freely. Runs on Python "
+        f"{PYTHON_RANGE[0]} to {PYTHON_RANGE[1]}.",
+        "Decide a compaction with ``check(profile, **case_fields)`` or",
+        "``check_case(mapping, profile)``; both return a ``Decision(decision, failed, holes)``.",
+        "Bad input raises ``CaseError`` naming the field; the guard never allows what it could",
+        f"not read. Limits: integers of at most {MAX_INT_DIGITS:,} digits, at most {MAX_INTERVALS:,}",
+        "intervals per case.",
         '"""',
         "",
         "from __future__ import annotations",
         "",
-        "from collections.abc import Iterable, Mapping",
+        "import reprlib as _reprlib",
+        "from collections.abc import Callable, Iterable, Mapping",
         "from typing import Any, NamedTuple",
+        "",
+        "__all__ = [",
+        *(f"    {name!r}," for name in PUBLIC_NAMES),
+        "]",
         "",
         f"SPEC_VERSION = {spec.version!r}",
         f"SPEC_SHA256 = {spec.sha256!r}",
@@ -252,7 +269,15 @@ def render_python(spec: Spec) -> str:
         "CLAUSES: dict[str, tuple[str, ...]] = {",
     ]
     out += [f"    {p.id!r}: {tuple(cl.id for cl in p.clauses)!r}," for p in spec.profiles]
-    out += ["}", f"FIELDS = {tuple(i.field for i in spec.inputs)!r}", "", ""]
+    out += ["}", f"FIELDS = {tuple(i.field for i in spec.inputs)!r}"]
+    out += [
+        f"MAX_INT_DIGITS = {MAX_INT_DIGITS}  # digits of one integer (sign not counted)",
+        f"MAX_INTERVALS = {MAX_INTERVALS}  # intervals in one case, all three lists together",
+        "_INT_BOUND = 10 ** MAX_INT_DIGITS",
+        "_INT_MIN = -_INT_BOUND",
+        "",
+        "",
+    ]
     out += [
         "class Decision(NamedTuple):",
         '    """``decision`` is "allow" or "refuse"; ``failed`` lists clause ids in spec order;',
@@ -296,77 +321,155 @@ def render_python(spec: Spec) -> str:
 
 
 def _render_api(spec: Spec) -> list[str]:
-    sig = ", ".join(f"{i.field}: {_PYTYPE[i.type]}" for i in spec.inputs)
-    call = ", ".join(i.field for i in spec.inputs)
+    sig = ", ".join(
+        f"{i.field}: {_ARGTYPE[i.type]}" + (" = ()" if i.type == "intervals" else "") for i in spec.inputs
+    )
+    fields = ", ".join(i.field for i in spec.inputs)
+    typed = ", ".join(_PYTYPE[i.type] for i in spec.inputs)
     lines = [
         "_CHECKERS = {" + ", ".join(f"{p.id!r}: _check_{p.id}" for p in spec.profiles) + "}",
         "_EXPLAINERS = {" + ", ".join(f"{p.id!r}: _explain_{p.id}" for p in spec.profiles) + "}",
         "",
         "",
+        "def _profile(profile: object) -> str:",
+        "    if not isinstance(profile, str) or profile not in _CHECKERS:",
+        '        raise CaseError("profile", f"unknown profile {_show(profile)}; known: {sorted(_CHECKERS)}")',
+        "    return profile",
+        "",
+        "",
         f"def check(profile: str, *, {sig}) -> Decision:",
-        '    """Decide one compaction. Values must already have the right types (see ``check_case``)."""',
-        "    try:",
-        "        checker = _CHECKERS[profile]",
-        "    except KeyError:",
-        '        raise CaseError("profile", f"unknown profile {profile!r}; known: {sorted(_CHECKERS)}") from None',
-        f"    return checker({call})",
+        '    """Decide one compaction.',
+        "",
+        "    Every argument is read first, and once: an interval list may be any iterable of",
+        "    ``(lo, hi)`` pairs (a list, a tuple, a generator, ``map(tuple, ...)``), consumed exactly",
+        "    once; the three lists default to empty. Anything else raises ``CaseError`` naming the",
+        "    field: a value that is not an integer (a float, ``inf``, a bool), an interval that is not",
+        "    a pair, a unit that is not a string, an integer of more than ``MAX_INT_DIGITS`` digits,",
+        "    more than ``MAX_INTERVALS`` intervals in all. Never a silent allow.",
+        '    """',
+        f"    return _CHECKERS[_profile(profile)](*_read({fields}))",
         "",
         "",
         f"def explain(profile: str, decision: Decision, *, {sig}) -> list[str]:",
-        '    """One sentence per failed clause, ``"<clause id>: <what is wrong>"``, in spec order."""',
-        f"    return _EXPLAINERS[profile]({call}, decision.failed, decision.holes)",
+        '    """One sentence per failed clause, ``"<clause id>: <what is wrong>"``, in spec order.',
+        "",
+        "    Give it the same values as ``check`` (an iterator ``check`` consumed is empty here).",
+        '    """',
+        f"    return _EXPLAINERS[_profile(profile)](*_read({fields}), decision.failed, decision.holes)",
+        "",
+        "",
+        "def _show(value: object) -> str:",
+        '    """A short, always printable picture of a rejected value."""',
+        "    if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN < value < _INT_BOUND:",
+        '        return f"<an integer of more than {MAX_INT_DIGITS:,} digits>"',
+        "    try:",
+        "        text = _reprlib.repr(value)",
+        "    except Exception:  # a hostile __repr__: name the type only",
+        '        text = f"<{type(value).__name__} object>"',
+        "    return text",
         "",
         "",
         "def _int(value: object, field: str) -> int:",
-        "    if isinstance(value, bool) or not isinstance(value, int):",
-        '        raise CaseError(field, f"expected an integer, got {type(value).__name__} {value!r}")',
+        "    if type(value) is int and _INT_MIN < value < _INT_BOUND:",
+        "        return value",
+        "    if type(value) is not int:",
+        "        if isinstance(value, bool) or not isinstance(value, int):",
+        '            raise CaseError(field, f"expected an integer, got {type(value).__name__} {_show(value)}")',
+        "        value = int(value)  # an int subclass: its plain value",
+        "    if not _INT_MIN < value < _INT_BOUND:",
+        '        raise CaseError(field, f"an integer of more than {MAX_INT_DIGITS:,} digits (the limit)")',
         "    return value",
         "",
         "",
         "def _pair(value: object, field: str) -> tuple[int, int]:",
         "    if not isinstance(value, (list, tuple)) or len(value) != 2:",
-        '        raise CaseError(field, f"expected a pair [lo, hi], got {value!r}")',
+        '        raise CaseError(field, f"expected a pair [lo, hi], got {_show(value)}")',
         '    return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))',
         "",
         "",
-        "def _pairs(value: object, field: str) -> list[tuple[int, int]]:",
-        "    if not isinstance(value, (list, tuple)):",
+        "def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:",
+        '    """Materialize an iterable of pairs once; at most ``room`` of them."""',
+        "    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):",
         '        raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")',
-        '    return [_pair(v, f"{field}[{i}]") for i, v in enumerate(value)]',
+        "    out: list[tuple[int, int]] = []",
+        "    for i, item in enumerate(value):",
+        "        if i >= room:",
+        '            raise CaseError(field, f"more than {MAX_INTERVALS:,} intervals in the case (the limit; "',
+        '                                   "prior_truncations, prior_coverage and spills together)")',
+        "        if (type(item) is tuple or type(item) is list) and len(item) == 2:  # the common case, inline",
+        "            lo, hi = item",
+        "            if (type(lo) is int and type(hi) is int",
+        "                    and _INT_MIN < lo < _INT_BOUND and _INT_MIN < hi < _INT_BOUND):",
+        "                out.append((lo, hi))",
+        "                continue",
+        '        out.append(_pair(item, f"{field}[{i}]"))',
+        "    return out",
         "",
         "",
         "def _unit(value: object, field: str) -> str:",
         "    if not isinstance(value, str):",
-        '        raise CaseError(field, f"expected a unit name (string), got {type(value).__name__} {value!r}")',
-        "    return value",
+        '        raise CaseError(field, f"expected a unit name (string), got {type(value).__name__} {_show(value)}")',
+        "    return str(value)",
+        "",
+        "",
+        f"def _read({', '.join(f'{i.field}: object' for i in spec.inputs)}) -> tuple[{typed}]:",
+        '    """Every field read and typed, in ``FIELDS`` order (the first bad one raises)."""',
+    ]
+    used: list[str] = []
+    for i in spec.inputs:
+        if i.type == "intervals":
+            room = " - ".join(["MAX_INTERVALS", *(f"len(v_{u})" for u in used)])
+            lines.append(f"    v_{i.field} = _pairs({i.field}, {i.field!r}, {room})")
+            used.append(i.field)
+        else:
+            reader = {"int": "_int", "interval": "_pair", "unit": "_unit"}[i.type]
+            lines.append(f"    v_{i.field} = {reader}({i.field}, {i.field!r})")
+    lines.append("    return (" + ", ".join(f"v_{i.field}" for i in spec.inputs) + ")")
+    lines += [
+        "",
+        "",
+        "_READERS: dict[str, Callable[[object, str], object]] = {\"int\": _int, \"interval\": _pair, \"unit\": _unit}",
+        "_KINDS = {" + ", ".join(f"{i.field!r}: {i.type!r}" for i in spec.inputs) + "}",
         "",
         "",
         "def read_case(case: Mapping[str, object]) -> dict[str, Any]:",
         '    """Check the types of every case field; raise ``CaseError`` naming the first bad one.',
         "",
-        "    Extra keys are ignored. Integers that are inconsistent (negative, ``lo > hi``, past",
-        "    the history end) are not input errors: the strict profile refuses them (``well_formed``).",
+        "    Every field is required (the JSON format). Extra keys are ignored. Integers that are",
+        "    inconsistent (negative, ``lo > hi``, past the history end) are not input errors: the",
+        "    strict profile refuses them (``well_formed``).",
         '    """',
         "    if not isinstance(case, Mapping):",
         '        raise CaseError("case", f"expected a JSON object, got {type(case).__name__}")',
-        "    out: dict[str, Any] = {}",
-    ]
-    readers = {"int": "_int", "interval": "_pair", "intervals": "_pairs", "unit": "_unit"}
-    lines.append("    readers = {" + ", ".join(f"{i.field!r}: {readers[i.type]}" for i in spec.inputs) + "}")
-    lines += [
-        "    for field, reader in readers.items():",
+        "    values: list[object] = []",
+        "    room = MAX_INTERVALS",
+        "    for field in FIELDS:",
         "        if field not in case:",
         '            raise CaseError(field, "missing field")',
-        "        out[field] = reader(case[field], field)",
-        "    return out",
+        "        kind = _KINDS[field]",
+        '        if kind == "intervals":',
+        "            pairs = _pairs(case[field], field, room)",
+        "            room -= len(pairs)",
+        "            values.append(pairs)",
+        "        else:",
+        "            values.append(_READERS[kind](case[field], field))",
+        "    return dict(zip(FIELDS, values))  # noqa: B905 - equal lengths; zip(strict=) needs 3.10",
         "",
         "",
         'def check_case(case: Mapping[str, object], profile: str = "strict") -> Decision:',
         '    """Read and decide one case given as a mapping of the case fields (the JSON format)."""',
-        "    return check(profile, **read_case(case))",
+        "    fields = read_case(case)",
+        "    return _CHECKERS[_profile(profile)](*fields.values())",
     ]
     return lines
 
+
+_ARGTYPE = {
+    "int": "int",
+    "interval": "tuple[int, int]",
+    "intervals": "Iterable[tuple[int, int]]",
+    "unit": "str",
+}
 
 _PYTYPE = {
     "int": "int",

@@ -19,11 +19,13 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, Protocol, TextIO
 
 from tailguard._generated.checker import PROFILES
-from tailguard.eventlog import EventLogError, Refusal, Session, iter_events
+from tailguard.case import display_name
+from tailguard.cli import audit_fleet
+from tailguard.eventlog import EventLogError, Refusal, Session, bounded_lines, iter_events
 from tailguard.ledger import Verdict, replay
 
 PROG = "tailguard audit"
@@ -40,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="text: a post-mortem of every refused compaction (default); json: one object")
     parser.add_argument("--html", metavar="REPORT.html",
                         help="also write the session as one self-contained HTML page (docs/html-report.md)")
+    parser.add_argument("--strict-tail", action="store_true",
+                        help="a torn last line (no line end, not valid JSON: a writer killed mid-line) is "
+                             "an input error (exit 2); by default it is a warning and the lines before it "
+                             "are judged")
+    audit_fleet.add_arguments(parser)  # more paths, globs, URLs, engines: docs/fleet.md
 
 
 def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
@@ -47,7 +54,7 @@ def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
     last = time.monotonic()
     count = 0
     drawn = False
-    for count, raw in enumerate(lines, 1):
+    for count, raw in enumerate(bounded_lines(lines), 1):
         if not count % _PROGRESS_EVERY:
             now = time.monotonic()
             if now - last >= 1.0:
@@ -82,11 +89,13 @@ class _Out(Protocol):
 
 
 def _audit(
-    lines: Iterable[bytes], where: str, profile: str, fmt: str, out: _Out
+    lines: Iterable[bytes], where: str, profile: str, fmt: str, out: _Out,
+    on_torn: Callable[[int, str], None] | None = None,
 ) -> tuple[int, int]:
     """Write the report to ``out``; return (compactions, violations)."""
     explain = fmt == "text"
-    results = replay(iter_events(lines, where), profile=profile, explain=explain, source=where)
+    events = iter_events(lines, where, on_torn=on_torn)
+    results = replay(events, profile=profile, explain=explain, source=where)
     header = next(results)
     assert isinstance(header, Session)
     compactions = violations = refusals = 0
@@ -119,14 +128,24 @@ def _audit(
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.html and (args.trace == "-" or audit_fleet.wanted(args)):
+        print(f"{PROG}: --html: needs one log as a file (it is read a second time), not stdin or several",
+              file=stderr)
+        return 2
+    if audit_fleet.wanted(args):
+        return audit_fleet.run(args, stdout, stderr)
     if args.profile not in PROFILES:
         print(f"{PROG}: --profile: unknown profile {args.profile!r}; "
               f"choose one of {', '.join(PROFILES)}", file=stderr)
         return 2
-    if args.html and args.trace == "-":
-        print(f"{PROG}: --html: needs the log as a file (it is read a second time), not stdin", file=stderr)
-        return 2
-    where = "<stdin>" if args.trace == "-" else args.trace
+    where = "<stdin>" if args.trace == "-" else display_name(args.trace)
+    torn: list[tuple[int, str]] = []
+
+    def on_torn(line: int, reason: str) -> None:
+        if args.strict_tail:
+            raise EventLogError(where, line, "line", f"torn last line (no line end; {reason}); "
+                                "without --strict-tail the lines before it are judged")
+        torn.append((line, reason))
     with contextlib.ExitStack() as stack:
         try:
             stream: BinaryIO = (
@@ -136,7 +155,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         except OSError as exc:
             print(f"{PROG}: cannot read {where}: {exc.strerror or exc}", file=stderr)
             return 2
-        lines: Iterable[bytes] = stream
+        lines: Iterable[bytes] = bounded_lines(stream)
         if stderr.isatty():
             try:
                 total = os.fstat(stream.fileno()).st_size
@@ -144,16 +163,20 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 total = 0
             lines = _progress(stream, total, stderr)
         spool = stack.enter_context(
-            tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8")
+            tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8",
+                                          errors="backslashreplace")  # lone surrogates of JSON ids
         )
         try:
-            _, violations = _audit(lines, where, args.profile, args.format, spool)
+            _, violations = _audit(lines, where, args.profile, args.format, spool, on_torn)
         except EventLogError as exc:
             print(exc, file=stderr)
             return 2
         except OSError as exc:
             print(f"{PROG}: cannot read {where}: {exc.strerror or exc}", file=stderr)
             return 2
+        for line, reason in torn:
+            print(f"{where}:{line}: warning: torn last line ignored (no line end; {reason}); "
+                  f"judged lines 1 to {line - 1} (--strict-tail makes this an error)", file=stderr)
         spool.seek(0)
         shutil.copyfileobj(spool, stdout)
     if args.html:

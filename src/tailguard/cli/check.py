@@ -10,7 +10,7 @@ import json
 from typing import TextIO
 
 from tailguard._generated.checker import PROFILES, check, explain
-from tailguard.case import InputError, load_case_file
+from tailguard.case import InputError, display_name, load_case_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.format == "json":
         print(json.dumps(decision.to_json()), file=stdout)
     else:
-        where = args.case if args.case != "-" else "<stdin>"
+        where = display_name(args.case) if args.case != "-" else "<stdin>"
         print(f"{where}: {decision.decision} (profile {args.profile})", file=stdout)
         for line in explain(args.profile, decision, **fields):
             print(f"  refuse {line}", file=stdout)

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import sys
 from typing import Any, Protocol, TextIO
+
+#: set (to anything) to see the traceback of an internal error instead of the one-line report
+DEBUG_ENV = "TAILGUARD_TRACEBACK"
+REPORT_HINT = "this is a bug in tailguard: please report it with the command and its input"
 
 # command name -> (module under tailguard.cli, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -65,12 +71,126 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+class _PipeSafe(io.TextIOBase):
+    """A text stream whose reader may go away: after a broken pipe, output is dropped.
+
+    The command runs to its end and its exit code (the verdict) is what ``main`` returns:
+    ``tailguard audit x | head`` under ``pipefail`` fails when the audit refuses, never 0
+    because the reader stopped early. ``buffer`` is guarded the same way.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.broken = False
+        raw = getattr(stream, "buffer", None)
+        self._buffer = None if raw is None else _PipeSafeBinary(raw, self)
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._break()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._break()
+
+    def _break(self) -> None:
+        self.broken = True
+        if self._stream is sys.stdout or self._stream is sys.__stdout__:
+            # Python flushes stdout again at exit: point it at /dev/null so that flush is silent
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self._stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):
+                pass
+
+    def isatty(self) -> bool:
+        return not self.broken and self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def buffer(self) -> Any:
+        if self._buffer is None:
+            raise AttributeError("buffer")
+        return self._buffer
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", "utf-8") or "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def getvalue(self) -> str:
+        """For a ``StringIO`` underneath (tests)."""
+        return self._stream.getvalue()  # type: ignore[attr-defined,no-any-return]
+
+
+class _PipeSafeBinary:
+    def __init__(self, raw: Any, owner: _PipeSafe) -> None:
+        self._raw, self._owner = raw, owner
+
+    def write(self, data: bytes) -> int:
+        if not self._owner.broken:
+            try:
+                self._raw.write(data)
+            except BrokenPipeError:
+                self._owner._break()
+        return len(data)
+
+    def flush(self) -> None:
+        if not self._owner.broken:
+            try:
+                self._raw.flush()
+            except BrokenPipeError:
+                self._owner._break()
+
+
 def main(
     argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
-    """Run the CLI as a function; returns the exit code."""
-    out = stdout if stdout is not None else sys.stdout
+    """Run the CLI as a function; returns the exit code.
+
+    Exit codes never lie: a closed stdout keeps the command's verdict, and an internal error
+    (a bug) is exit 2 with one line on stderr and a hint to report it, never a traceback
+    (set ``TAILGUARD_TRACEBACK=1`` to see it).
+    """
+    safe = _PipeSafe(stdout if stdout is not None else sys.stdout)
+    out: TextIO = safe  # type: ignore[assignment]
     err = stderr if stderr is not None else sys.stderr
+    try:
+        code = _main(argv, out, err)
+        safe.flush()
+        return code
+    except KeyboardInterrupt:
+        print("tailguard: interrupted", file=err)
+        return 130
+    except Exception as exc:  # a bug: one line and exit 2, never a traceback read as a verdict
+        if os.environ.get(DEBUG_ENV):
+            raise
+        command = next((a for a in (sys.argv[1:] if argv is None else argv) if a in COMMANDS), "")
+        what = f"tailguard {command}".rstrip()
+        detail = _one_line(f"{type(exc).__name__}: {exc}")
+        print(f"{what}: internal error ({detail}); {REPORT_HINT} ({DEBUG_ENV}=1 shows the traceback)",
+              file=err)
+        return 2
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _main(argv: list[str] | None, out: TextIO, err: TextIO) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(selected if selected in COMMANDS else None)
@@ -96,11 +216,6 @@ def main(
         print(f"tailguard {args.command}: needs the optional package {top!r}: "
               f"pip install 'tailguard[{extra}]' (or pip install -e '.[{extra}]' in a checkout)", file=err)
         return 2
-    except KeyboardInterrupt:
-        print("tailguard: interrupted", file=err)
-        return 130
-    except BrokenPipeError:
-        return 0
 
 
 def console_main() -> None:

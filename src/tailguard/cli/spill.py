@@ -134,6 +134,11 @@ def _verify(store: FileSpillStore, stdout: TextIO) -> int:
     return 0 if report.ok else 1
 
 
+def _shown(text: str) -> str:
+    """``text`` as is when printable; else quoted with JSON escapes (lone surrogates, controls)."""
+    return text if text.isprintable() else json.dumps(text)
+
+
 def _list(store: FileSpillStore, fmt: str, stdout: TextIO, stderr: TextIO) -> int:
     scan = store.scan_index()
     if fmt == "json":
@@ -146,7 +151,7 @@ def _list(store: FileSpillStore, fmt: str, stdout: TextIO, stderr: TextIO) -> in
         for r in scan.records:
             span = "-" if r.range is None else f"[{r.range[0]}, {r.range[1]})"
             print(
-                f"{r.time}  {r.handle}  {r.size}  {r.session or '-'}  {r.unit or '-'}  {span}",
+                f"{_shown(r.time)}  {r.handle}  {r.size}  {_shown(r.session or '-')}  {r.unit or '-'}  {span}",
                 file=stdout,
             )
     for problem in scan.rejected:

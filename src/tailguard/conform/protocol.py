@@ -10,7 +10,10 @@ and reads exactly one response line from its stdout::
 
 A case the implementation cannot read (never sent by the vectors) may be answered with
 ``{"error": "<field>: <reason>"}``. Anything else on stdout, an exit, or no answer within the
-per-case timeout means the implementation is not speaking the protocol: the run stops.
+per-case timeout means the implementation is not speaking the protocol: the run stops. An
+answer is read strictly (:mod:`tailguard.jsonstrict`): a line that is not UTF-8, longer than
+:data:`~tailguard.jsonstrict.MAX_ANSWER_BYTES`, nested too deep, with a huge integer or a
+repeated key is garbage, reported as such (never as a hang).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ import subprocess
 import threading
 from collections.abc import Sequence
 from typing import IO, Any
+
+from tailguard import jsonstrict
+from tailguard.jsonstrict import MAX_ANSWER_BYTES
 
 Response = dict[str, Any]
 
@@ -40,9 +46,10 @@ def request_line(profile: str, case: dict[str, Any]) -> str:
 def parse_response(line: str) -> Response:
     """Validate one response line; :class:`ProtocolFailure` (garbage) when it is not one."""
     try:
-        value = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ProtocolFailure("garbage", f"response is not JSON ({exc.msg}): {line[:200]!r}") from None
+        value = jsonstrict.loads(line)
+    except jsonstrict.JSONInputError as exc:
+        reason = exc.reason.removeprefix("invalid JSON: ")
+        raise ProtocolFailure("garbage", f"response is not JSON ({reason}): {line[:200]!r}") from None
     if not isinstance(value, dict):
         raise ProtocolFailure("garbage", f"response is not a JSON object: {line[:200]!r}")
     if "error" in value and "decision" not in value:
@@ -67,28 +74,41 @@ class Child:
     def __init__(self, command: Sequence[str], *, timeout: float) -> None:
         self.command, self.timeout = list(command), timeout
         try:
-            self.proc = subprocess.Popen(
+            self.proc = subprocess.Popen(  # bytes: an answer that is not UTF-8 is garbage, not a crash
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, encoding="utf-8", bufsize=1,
             )
         except OSError as exc:
             raise ProtocolFailure("crash", f"cannot start {self.command[0]!r}: {exc}") from None
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: list[str] = []
         assert self.proc.stdout is not None and self.proc.stderr is not None
         threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines), daemon=True).start()
         threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
 
     @staticmethod
-    def _pump(stream: IO[str], out: queue.Queue[str | None]) -> None:
-        for line in stream:
-            out.put(line)
+    def _pump(stream: IO[bytes], out: queue.Queue[bytes | None]) -> None:
+        try:
+            while True:
+                line = stream.readline(MAX_ANSWER_BYTES + 1)  # never more than the limit in memory
+                if not line:
+                    break
+                out.put(line)
+                if len(line) > MAX_ANSWER_BYTES:
+                    break  # the reader stops here; ask() reports it
+        except (OSError, ValueError):  # the pipe went away
+            pass
         out.put(None)
 
-    def _drain(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._stderr.append(line)
-            del self._stderr[:-20]
+    def _drain(self, stream: IO[bytes]) -> None:
+        try:
+            while True:
+                line = stream.readline(1 << 16)
+                if not line:
+                    break
+                self._stderr.append(line.decode("utf-8", "replace"))
+                del self._stderr[:-20]
+        except (OSError, ValueError):
+            pass
 
     def stderr_tail(self) -> str:
         return "".join(self._stderr[-20:]).rstrip()
@@ -96,7 +116,7 @@ class Child:
     def ask(self, profile: str, case: dict[str, Any]) -> Response:
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(request_line(profile, case) + "\n")
+            self.proc.stdin.write((request_line(profile, case) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise ProtocolFailure("crash", self._exit_text()) from None
@@ -106,7 +126,14 @@ class Child:
             raise ProtocolFailure("hang", f"no response within {self.timeout:g} s") from None
         if line is None:
             raise ProtocolFailure("crash", self._exit_text())
-        return parse_response(line.strip())
+        if len(line) > MAX_ANSWER_BYTES:
+            raise ProtocolFailure("garbage", f"an answer line over the limit of {MAX_ANSWER_BYTES:,} bytes: "
+                                  f"{line[:100]!r}...")
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolFailure("garbage", f"response is not UTF-8 (byte {exc.start + 1}): {line[:200]!r}") from None
+        return parse_response(text.strip())
 
     def _exit_text(self) -> str:
         try:

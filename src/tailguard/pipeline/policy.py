@@ -6,11 +6,14 @@ anything but :class:`PolicyError`, whose ``str`` is ``FILE:LINE: key: reason``.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
+
+from tailguard.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_POLICY_BYTES
 
 Unit = Literal["turns", "tokens"]
 UNITS: tuple[str, ...] = ("turns", "tokens")
@@ -185,7 +188,8 @@ class _Reader:
     def unknown(self, table: dict[str, Any], allowed: set[str], path: str) -> None:
         for key in table:
             if key not in allowed:
-                raise self.fail(f"{path}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+                shown = key if re.fullmatch(r"[A-Za-z0-9_\-]+", key) else json.dumps(key)  # "" is a key too
+                raise self.fail(f"{path}{shown}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
 def _stage(r: _Reader, raw: Any, index: int) -> Stage:
@@ -222,6 +226,23 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
     raise r.fail(f"{path}.kind", reason + " (expected \"truncate\" or \"compact\")")
 
 
+def _check_limits(r: _Reader, value: Any, path: str, depth: int) -> None:
+    """Nesting depth and integer size (SPEC.md "Limits"), before any value is used."""
+    if depth > MAX_DEPTH:
+        raise r.fail(path or "toml", f"nested more than {MAX_DEPTH} deep (the limit)")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_limits(r, item, f"{path}.{key}" if path else str(key), depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_limits(r, item, f"{path}.{i}", depth + 1)
+    elif isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
+        raise r.fail(path, f"an integer of more than {MAX_INT_DIGITS:,} digits (the limit)")
+
+
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
 def parse_policy(text: str, file: str = "<policy>") -> Policy:
     """Parse and validate policy text; raises :class:`PolicyError` on any problem."""
     lines = _locate(text)
@@ -231,6 +252,14 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"at line (\d+)", str(exc))
         raise PolicyError(file, int(match.group(1)) if match else 1, "toml", str(exc)) from None
+    except ValueError:  # an integer too long for the interpreter to convert
+        long = re.search(r"[0-9][0-9_]{%d,}" % MAX_INT_DIGITS, text)  # noqa: UP031
+        line = text.count("\n", 0, long.start()) + 1 if long else 1
+        reason = f"an integer of more than {MAX_INT_DIGITS:,} digits (the limit)"
+        raise PolicyError(file, line, "toml", reason) from None
+    except RecursionError:
+        raise PolicyError(file, 1, "toml", f"nested too deeply (the limit is {MAX_DEPTH})") from None
+    _check_limits(r, data, "", 1)
     r.unknown(data, _TOP, "")
     r.window = r.integer(data, "window", "window", 0)
     if "window" in data and r.window < 1:
@@ -272,9 +301,12 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
 def load_policy(path: str) -> Policy:
     """Read and parse a policy file; unreadable files are a :class:`PolicyError` too."""
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            raw = f.read(MAX_POLICY_BYTES + 1)
     except OSError as exc:
         raise PolicyError(path, 0, "file", exc.strerror or str(exc)) from None
+    if len(raw) > MAX_POLICY_BYTES:
+        raise PolicyError(path, 0, "file", f"a policy file over the limit of {MAX_POLICY_BYTES:,} bytes")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

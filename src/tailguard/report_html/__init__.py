@@ -42,9 +42,12 @@ def policy_report(reports: list[object], profile: str, rlimit: int | None = None
 
 def audit_html(path: str, trace: str, profile: str) -> str | None:
     """``tailguard audit --html``: write the session page of ``trace``; the problem, or None."""
+    from tailguard.case import display_name
+    from tailguard.eventlog import bounded_lines
+
     try:
         with open(trace, "rb") as f:
-            text = session_report(f, trace, profile)
+            text = session_report(bounded_lines(f), display_name(trace), profile)
     except EventLogError as exc:
         return str(exc)
     except OSError as exc:

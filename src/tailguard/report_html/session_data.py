@@ -102,6 +102,7 @@ class SessionData:
     refusals: int = 0
     listed: list[Row] = field(default_factory=list)  # refused compactions with sentences
     chunk: int = 1  # compactions per aggregate row
+    torn: tuple[int, str] | None = None  # a torn last line the audit ignores (line, reason)
 
 
 def _apply(core: LedgerCore, ev: Event) -> None:
@@ -192,9 +193,11 @@ def _tee(events: Iterator[Event], core: LedgerCore, data: SessionData) -> Iterat
 def collect(lines: Iterable[bytes], source: str, profile: str) -> SessionData:
     """Replay an event log as the audit does and gather what the session view draws.
 
-    Raises :class:`~tailguard.eventlog.EventLogError` for unusable input, as the audit does.
+    Raises :class:`~tailguard.eventlog.EventLogError` for unusable input, as the audit does;
+    a torn last line is ignored and noted, as the audit does without ``--strict-tail``.
     """
-    events = iter_events(lines, source)
+    torn: list[tuple[int, str]] = []
+    events = iter_events(lines, source, on_torn=lambda line, reason: torn.append((line, reason)))
     header = next(events)
     assert isinstance(header, Session)
     core = LedgerCore(header.recovery_floor_span, header.floor_unit, header.truncator_unit,
@@ -216,6 +219,7 @@ def collect(lines: Iterable[bytes], source: str, profile: str) -> SessionData:
         assert isinstance(v, Verdict)
         _verdict(data, core, v)
     data.n = core.n
+    data.torn = torn[0] if torn else None
     if data.compactions > MAX_ROWS:
         _fold_early_allowed(data)
     return data

@@ -244,6 +244,10 @@ def render_session(data: SessionData, heading: str = "Session") -> str:
     ]
     out = [f'<section class="session"><h2>{esc(heading)}: {esc(data.source)}</h2>',
            '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"]
+    if data.torn is not None:
+        line, reason = data.torn
+        out.append(f'<p class="note bad">Line {line}: torn last line ignored ({esc(reason)}); lines 1 to '
+                   f"{line - 1} are judged.</p>")
     if any(r.aggregate for r in data.rows):
         out.append(f'<p class="note">A long log: the refused compactions among the first {MAX_ROWS} have a row '
                    f'each, the allowed ones among them share one, later compactions are merged into rows of '

@@ -8,7 +8,10 @@ Layout (see ``docs/spill.md`` for the durability argument)::
     DIR/tmp/                          staging; a crash leaves at most a temp file here
 
 Both objects and records are named by the hash of their own content, so every read checks
-itself: a torn, truncated or altered file is rejected, never served.
+itself: a torn, truncated or altered file is rejected, never served. No symbolic link inside
+the store is ever followed (``_fsutil``: every directory is opened relative to its parent with
+``O_NOFOLLOW``): a subdirectory or file replaced by a link makes ``put`` fail and ``get``
+refuse, and ``verify`` reports it (kind ``symlink``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from tailguard import jsonstrict
+from tailguard.jsonstrict import MAX_RECORD_BYTES
 from tailguard.spill import _fsutil
 from tailguard.spill._interface import (
     HANDLE_SCHEME,
@@ -71,9 +76,11 @@ def encode_record(record: SpillRecord) -> bytes:
 
 def decode_record(raw: bytes) -> SpillRecord:
     """Parse and validate a record file's bytes; ``ValueError`` names what is wrong."""
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ValueError(f"a record of {len(raw):,} bytes is over the limit of {MAX_RECORD_BYTES:,}")
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = jsonstrict.loads(raw.decode("utf-8"))  # duplicate keys, depth and digits included
+    except (UnicodeDecodeError, jsonstrict.JSONInputError) as exc:
         raise ValueError(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or set(doc) != _RECORD_KEYS:
         raise ValueError("not a record object with the expected fields")
@@ -192,34 +199,42 @@ class FileSpillStore:
         digest = handle.split(":", 1)[1]
         record = SpillRecord(handle=handle, size=len(payload), session=session, range=pair, unit=unit, time=_now())
         try:
-            self._store_object(digest, payload)
-            raw = encode_record(record)
-            name = hashlib.sha256(raw).hexdigest() + ".json"
-            # A record is this put's alone: if its entry cannot be synced, take it back.
-            _fsutil.atomic_write(os.path.join(self._records, name), raw, self._tmp, retract_on_failure=True)
+            with _fsutil.dir_chain(self.path, "tmp") as tmp_fd:
+                self._store_object(digest, payload, tmp_fd)
+                raw = encode_record(record)
+                name = hashlib.sha256(raw).hexdigest() + ".json"
+                # A record is this put's alone: if its entry cannot be synced, take it back.
+                with _fsutil.dir_chain(self.path, "records") as records_fd:
+                    _fsutil.atomic_write_at(records_fd, name, raw, tmp_fd, retract_on_failure=True)
         except OSError as exc:
             raise SpillWriteError(f"spill of {len(payload)} bytes failed, nothing was recorded: {exc}") from exc
         return handle
 
-    def _store_object(self, digest: str, payload: bytes) -> None:
-        directory = os.path.join(self._objects, digest[:2])
-        path = os.path.join(directory, digest[2:])
-        _fsutil.make_dirs_durable(directory)
-        if self._object_intact(path, digest):
-            # Same bytes already stored: make sure they and their entry are on disk, then reuse.
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                _fsutil.fsync_fd(fd)
-            finally:
-                os.close(fd)
-            _fsutil.fsync_dir(directory)
-            return
-        _fsutil.atomic_write(path, payload, self._tmp)
+    def _store_object(self, digest: str, payload: bytes, tmp_fd: int) -> None:
+        name = digest[2:]
+        with _fsutil.dir_chain(self.path, "objects") as objects_fd:
+            sub_fd = _fsutil.make_dir_at(objects_fd, digest[:2], f"objects/{digest[:2]}/")
+        try:
+            if self._object_intact(sub_fd, name, digest):
+                # Same bytes already stored: make sure they and their entry are on disk, then reuse.
+                fd = os.open(name, os.O_RDONLY | _fsutil._O_NOFOLLOW | _fsutil._O_CLOEXEC, dir_fd=sub_fd)
+                try:
+                    _fsutil.fsync_fd(fd)
+                finally:
+                    os.close(fd)
+                _fsutil.fsync_fd(sub_fd)
+                return
+            if _fsutil.is_link_at(sub_fd, name):  # a rename would replace it; say why instead
+                raise _fsutil.SymlinkError(
+                    0, f"objects/{digest[:2]}/{name} is a symbolic link; the spill store never follows links")
+            _fsutil.atomic_write_at(sub_fd, name, payload, tmp_fd)
+        finally:
+            os.close(sub_fd)
 
     @staticmethod
-    def _object_intact(path: str, digest: str) -> bool:
+    def _object_intact(dir_fd: int, name: str, digest: str) -> bool:
         try:
-            return hashlib.sha256(_fsutil.read_regular_file(path)).hexdigest() == digest
+            return hashlib.sha256(_fsutil.read_regular_file_at(dir_fd, name)).hexdigest() == digest
         except OSError:
             return False
 
@@ -231,9 +246,10 @@ class FileSpillStore:
     def get(self, handle: str) -> bytes:
         """The exact bytes stored under ``handle``, after checking they hash to it."""
         digest = parse_handle(handle)  # 64 lowercase hex: cannot name anything outside objects/
-        path = self._object_path(digest)
+        where = f"objects/{digest[:2]}/{digest[2:]}"
         try:
-            data = _fsutil.read_regular_file(path)
+            with _fsutil.dir_chain(self.path, "objects", digest[:2]) as fd:
+                data = _fsutil.read_regular_file_at(fd, digest[2:], where)
         except FileNotFoundError:
             raise RecordNotFoundError(f"no spill with handle {handle} in {self.path}") from None
         except OSError as exc:
@@ -251,14 +267,28 @@ class FileSpillStore:
         records: list[SpillRecord] = []
         rejected: list[Problem] = []
         stray: list[str] = []
-        for entry in sorted(os.listdir(self._records)):
+        try:
+            with _fsutil.dir_chain(self.path, "records") as fd:
+                return self._scan_records(fd)
+        except _fsutil.SymlinkError as exc:
+            rejected.append(Problem("symlink", "records/", str(exc)))
+        return IndexScan(tuple(records), tuple(rejected), tuple(stray))
+
+    def _scan_records(self, records_fd: int) -> IndexScan:
+        records: list[SpillRecord] = []
+        rejected: list[Problem] = []
+        stray: list[str] = []
+        for entry in sorted(os.listdir(records_fd)):
             where = f"records/{entry}"
             match = _RECORD_NAME.fullmatch(entry)
+            if _fsutil.is_link_at(records_fd, entry):
+                rejected.append(Problem("symlink", where, "a symbolic link; the spill store never follows links"))
+                continue
             if match is None:
                 stray.append(where)
                 continue
             try:
-                raw = _fsutil.read_regular_file(os.path.join(self._records, entry))
+                raw = _fsutil.read_regular_file_at(records_fd, entry, where)
             except OSError as exc:
                 rejected.append(Problem("corrupt-record", where, f"unreadable: {exc}"))
                 continue
@@ -272,6 +302,34 @@ class FileSpillStore:
         records.sort(key=lambda r: (r.time, r.handle))
         return IndexScan(tuple(records), tuple(rejected), tuple(stray))
 
+    @staticmethod
+    def _verify_objects(
+        sub: str, sub_fd: int, problems: builtins.list[Problem], notes: builtins.list[str],
+        intact: dict[str, int], bad: set[str],
+    ) -> None:
+        for entry in sorted(os.listdir(sub_fd)):
+            where = f"objects/{sub}/{entry}"
+            if _fsutil.is_link_at(sub_fd, entry):
+                problems.append(Problem("symlink", where, "a symbolic link; the spill store never follows links"))
+                if _HEX62.fullmatch(entry):
+                    bad.add(sub + entry)
+                continue
+            if not _HEX62.fullmatch(entry):
+                notes.append(f"stray file {where} ignored")
+                continue
+            digest = sub + entry
+            try:
+                data = _fsutil.read_regular_file_at(sub_fd, entry, where)
+            except OSError as exc:
+                problems.append(Problem("corrupt-object", where, f"unreadable: {exc}"))
+                bad.add(digest)
+                continue
+            if hashlib.sha256(data).hexdigest() != digest:
+                problems.append(Problem("corrupt-object", where, "content does not hash to its name"))
+                bad.add(digest)
+            else:
+                intact[digest] = len(data)
+
     def list(self) -> builtins.list[SpillRecord]:
         """Intact index records, oldest first. Rejected record files are left out (see verify)."""
         return list(self.scan_index().records)
@@ -284,28 +342,26 @@ class FileSpillStore:
         intact: dict[str, int] = {}  # digest -> size, for objects that verified
         bad: set[str] = set()
 
-        for sub in sorted(os.listdir(self._objects)):
-            sub_path = os.path.join(self._objects, sub)
-            if not (_HEX2.fullmatch(sub) and os.path.isdir(sub_path)):
-                notes.append(f"stray file objects/{sub} ignored")
-                continue
-            for entry in sorted(os.listdir(sub_path)):
-                where = f"objects/{sub}/{entry}"
-                if not _HEX62.fullmatch(entry):
-                    notes.append(f"stray file {where} ignored")
-                    continue
-                digest = sub + entry
-                try:
-                    data = _fsutil.read_regular_file(os.path.join(sub_path, entry))
-                except OSError as exc:
-                    problems.append(Problem("corrupt-object", where, f"unreadable: {exc}"))
-                    bad.add(digest)
-                    continue
-                if hashlib.sha256(data).hexdigest() != digest:
-                    problems.append(Problem("corrupt-object", where, "content does not hash to its name"))
-                    bad.add(digest)
-                else:
-                    intact[digest] = len(data)
+        link = "a symbolic link; the spill store never follows links"
+        try:
+            with _fsutil.dir_chain(self.path, "objects") as objects_fd:
+                for sub in sorted(os.listdir(objects_fd)):
+                    if _fsutil.is_link_at(objects_fd, sub):
+                        problems.append(Problem("symlink", f"objects/{sub}", link))
+                        continue
+                    try:
+                        sub_fd = _fsutil.open_dir(sub, objects_fd) if _HEX2.fullmatch(sub) else -1
+                    except NotADirectoryError:
+                        sub_fd = -1
+                    if sub_fd < 0:
+                        notes.append(f"stray file objects/{sub} ignored")
+                        continue
+                    try:
+                        self._verify_objects(sub, sub_fd, problems, notes, intact, bad)
+                    finally:
+                        os.close(sub_fd)
+        except _fsutil.SymlinkError as exc:
+            problems.append(Problem("symlink", "objects/", str(exc)))
 
         referenced: set[str] = set()
         for record in scan.records:
@@ -326,7 +382,12 @@ class FileSpillStore:
         orphans = sorted(set(intact) - referenced)
         if orphans:
             notes.append(f"{len(orphans)} unlisted object(s) from interrupted puts (harmless)")
-        leftovers = os.listdir(self._tmp)
+        try:
+            with _fsutil.dir_chain(self.path, "tmp") as tmp_fd:
+                leftovers = os.listdir(tmp_fd)
+        except _fsutil.SymlinkError as exc:
+            problems.append(Problem("symlink", "tmp/", str(exc)))
+            leftovers = []
         if leftovers:
             notes.append(f"{len(leftovers)} temp file(s) from interrupted writes in tmp/ (ignored)")
         return VerifyReport(

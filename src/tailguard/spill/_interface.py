@@ -128,7 +128,7 @@ class SpillRecord:
 class Problem:
     """One thing ``verify`` found wrong: a kind (stable id), where, and a one-line reason."""
 
-    kind: str  # corrupt-object | missing-object | corrupt-record | size-mismatch | stray-file
+    kind: str  # corrupt-object | missing-object | corrupt-record | size-mismatch | stray-file | symlink
     where: str
     message: str
 

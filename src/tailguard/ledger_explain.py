@@ -104,11 +104,14 @@ def _lines(core: LedgerCore, ranges: list[Pair]) -> str:
     """`` at line 3`` / `` at lines 3, 7``: where ``ranges`` were truncated (text audit)."""
     if core.origins is None or not ranges:
         return ""
-    tags: list[tuple[object, object]] = []
+    # first-seen order, deduplicated in O(1) per tag (a list's `in` made 200k scattered
+    # truncation lines quadratic)
+    seen: dict[tuple[object, object], None] = {}
     for lo, hi in ranges:
         for tag in core.origins.within(lo, hi):
-            if tag[0] is not None and tag not in tags:
-                tags.append(tag)
+            if tag[0] is not None:
+                seen.setdefault(tag, None)
+    tags = list(seen)
     if not tags:
         return ""
     text = ", ".join(str(x) if x == y else f"{x} to {y}" for x, y in tags)

@@ -104,6 +104,7 @@ def _lines(core: LedgerCore, ranges: list[Pair]) -> str:
     """`` at line 3`` / `` at lines 3, 7``: where ``ranges`` were truncated (text audit)."""
     if core.origins is None or not ranges:
         return ""
+    # deduplicated in O(1) per tag (a list's `in` made 200k scattered truncation lines quadratic)
     seen: dict[tuple[object, object], None] = {}
     for lo, hi in ranges:
         for tag in core.origins.within(lo, hi):

@@ -47,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default); json: one object with every compaction's full hole list")
     parser.add_argument("--summary", action="store_true",
                         help="counts only: compactions judged, refused, refusals logged")
+    parser.add_argument("--html", metavar="REPORT.html",
+                        help="also write the session as one self-contained HTML page (docs/html-report.md)")
     parser.add_argument("--strict-tail", action="store_true",
                         help="a torn last line (no line end, not valid JSON: a writer killed mid-line) is "
                              "an input error (exit 2); by default it is a warning and the lines before it "
@@ -125,6 +127,10 @@ def _audit(
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.html and (args.trace == "-" or audit_fleet.wanted(args)):
+        print(f"{PROG}: --html: needs one log as a file (it is read a second time), not stdin or several",
+              file=stderr)
+        return 2
     if audit_fleet.wanted(args):
         return audit_fleet.run(args, stdout, stderr)
     if args.profile not in PROFILES:
@@ -172,4 +178,11 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                   f"judged lines 1 to {line - 1} (--strict-tail makes this an error)", file=stderr)
         spool.seek(0)
         shutil.copyfileobj(spool, stdout)
+    if args.html:
+        from tailguard.report_html import audit_html
+
+        problem = audit_html(args.html, args.trace, args.profile)
+        if problem is not None:
+            print(f"{PROG}: --html: {problem}", file=stderr)
+            return 2
     return 1 if violations else 0

@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="for each knob, the nearest value that makes the policy safe")
     parser.add_argument("--emit-trace", metavar="FILE",
                         help="write the failing session as a JSONL event log for `tailguard audit`")
+    parser.add_argument("--html", metavar="REPORT.html",
+                        help="also write the verdicts as one self-contained HTML page (docs/html-report.md)")
     parser.add_argument("--depth", type=int, default=150,
                         help="depth budget: the longest session the bounded search tries (appends)")
     parser.add_argument("--budget", type=int, default=100, metavar="N",
@@ -87,6 +89,13 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             except OSError as exc:
                 print(f"tailguard check-config: {args.emit_trace}: {exc.strerror}", file=stderr)
                 return 2
+    if args.html:
+        from tailguard.report_html import policy_report, write_html
+
+        problem = write_html(args.html, policy_report(list(entries), args.profile, budget.rlimit))
+        if problem is not None:
+            print(f"tailguard check-config: --html: {problem}", file=stderr)
+            return 2
     render = {"text": render_text, "json": render_json, "sarif": render_sarif}[args.format]
     stdout.write(render(entries))
     return EXIT_CODES[overall(entries)]

@@ -94,6 +94,7 @@ def _alone(path: str, profile: str = "strict") -> Record:
                 assert len(mine) == 1
                 holes.append({"line": c["line"], "clause": clause,
                               "ranges": c["holes"] if clause == "no_hole" else [],
+                              "truncated_at": [],  # compared apart: _truncation_lines_are_real
                               "why": mine[0].split(f"refuse {clause}: ", 1)[1]})
     assert len(sentences) == len(holes)
     return {"source": path, "events": -1, "compactions": len(report["compactions"]),
@@ -119,12 +120,27 @@ def test_every_record_equals_auditing_the_file_alone(
         # the text audit explains a hole once and later says "still open since line L"; the
         # record keeps the full sentence at every compaction: those compare by line, clause, ranges
         for h_rec, h_alone in zip(mine["holes"], alone["holes"], strict=False):
+            _truncation_lines_are_real(fleet / r["source"], h_rec)
+            h_rec["truncated_at"] = []
             if "still open since line" in h_alone["why"]:
                 assert h_rec["why"] and "still open" not in h_rec["why"]
                 h_rec["why"] = h_alone["why"] = ""
         assert mine == alone
     if profile == "strict":
         assert sum(r["refusals"] for r in records) > 0
+
+
+def _truncation_lines_are_real(path: Path, hole: record.Hole) -> None:
+    """Each line a hole names is a truncate event of that log, before the compaction, whose
+    range meets the hole; and a no_hole hole the text blames on truncations names some."""
+    events = [json.loads(ln) for ln in path.read_text().splitlines()]
+    for line in hole["truncated_at"]:
+        ev = events[line - 1]
+        assert ev["event"] == "truncate" and line < hole["line"], (path, hole)
+        lo, hi = ev["range"]
+        assert any(max(lo, a) < min(hi, b) for a, b in hole["ranges"]), (path, hole)
+    if hole["clause"] == "no_hole" and "were truncated at line" in hole["why"]:
+        assert hole["truncated_at"], (path, hole)
 
 
 def test_events_counts_every_event_line(fleet: Path, serial: list[Record]) -> None:
@@ -138,7 +154,7 @@ def test_example_traces_and_the_record_shape() -> None:
     rec = record.audit_source(Item("seed-incident.jsonl", str(TRACES / "seed-incident.jsonl")), "strict")
     assert rec == {
         "source": "seed-incident.jsonl", "events": 5, "compactions": 1, "refusals": 1, "logged_refusals": 0,
-        "holes": [{"line": 5, "clause": "no_hole", "ranges": [[0, 8]],
+        "holes": [{"line": 5, "clause": "no_hole", "ranges": [[0, 8]], "truncated_at": [3],
                    "why": "offsets [0, 8) were truncated at line 3 and never summarized or spilled"}],
         "error": None,
     }

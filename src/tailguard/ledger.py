@@ -528,7 +528,9 @@ def _ids(value: object, field: str) -> tuple[str, ...]:
 
 
 class Verdict(NamedTuple):
-    """The judgement of one recorded compaction (``explanation`` only when asked for)."""
+    """The judgement of one recorded compaction (``explanation`` and ``truncated_at`` only when
+    asked for: ``truncated_at`` is the sorted log lines of the truncations that evicted offsets
+    of the decision's holes while nothing else held them)."""
 
     line: int
     decision: Decision
@@ -536,9 +538,20 @@ class Verdict(NamedTuple):
     override: str | None
     compaction: Compact
     history_end: int
+    truncated_at: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, **self.decision.to_json()}
+
+
+def _hole_truncation_lines(core: LedgerCore, decision: Decision) -> tuple[int, ...]:
+    """The lines of the truncations that evicted offsets of ``decision``'s holes while no
+    summary, spill or tail held them (a hole whose coverage a lost summary took has none)."""
+    if core.origins is None or not decision.holes:
+        return ()
+    lines = {line for lo, hi in decision.holes for line in core.origins.exact_lines_within(lo, hi)
+             if isinstance(line, int)}
+    return tuple(sorted(lines))
 
 
 def replay(
@@ -586,11 +599,13 @@ def replay(
             _check_lineage(core, ev, source)
             decision = decide(profile, ev.tail_start, ev.summary_input, ev.summary_covers, ev.saw, ev.keeps)
             sentences: tuple[str, ...] = ()
+            truncated_at: tuple[int, ...] = ()
             if explain and not decision.allowed:
                 shown = decision if narrow is None else narrow(ev.line, decision)
                 sentences = tuple(_explain(core, profile, shown, ev.tail_start, ev.summary_input,
                                            ev.summary_covers, ev.saw, ev.keeps))
-            yield Verdict(ev.line, decision, sentences, ev.override, ev, core.n)
+                truncated_at = _hole_truncation_lines(core, decision)
+            yield Verdict(ev.line, decision, sentences, ev.override, ev, core.n, truncated_at)
             core.compact(ev.summary_input, ev.summary_covers, ev.line, summary=ev.summary, saw=ev.saw,
                          keeps=ev.keeps)
         elif type(ev) is Spill:

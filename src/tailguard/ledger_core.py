@@ -91,6 +91,18 @@ class TruncationOrigins(Runs):
         assert isinstance(tag, tuple)
         return (tag[0], tag[1])
 
+    def exact_lines_within(self, lo: int, hi: int) -> list[object]:
+        """The lines of the truncations that evicted offsets of ``[lo, hi)`` while they were not
+        recoverable (the exact rows: what a hole's loss is owed to)."""
+        ex = self._exact
+        out: list[object] = []
+        if ex:
+            for r_lo, _, b, o in ex._rows(ex._first_hi_gt(lo)):
+                if r_lo >= hi:
+                    break
+                out.append(ex._tag(b, o))
+        return out
+
     def within(self, lo: int, hi: int) -> list[tuple[object, object]]:
         """``(first, last)`` lines of the truncations meeting ``[lo, hi)`` (exact rows: first == last)."""
         out: list[tuple[object, object]] = []

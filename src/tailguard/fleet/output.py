@@ -84,7 +84,8 @@ def _parquet(f: IO[bytes], path: str, records: Sequence[Record]) -> None:
     import pyarrow.parquet as pq
 
     hole = pa.struct([("line", pa.int64()), ("clause", pa.string()),
-                      ("ranges", pa.list_(pa.list_(pa.int64()))), ("why", pa.string())])
+                      ("ranges", pa.list_(pa.list_(pa.int64()))), ("truncated_at", pa.list_(pa.int64())),
+                      ("why", pa.string())])
     schema = pa.schema([("source", pa.string()), ("events", pa.int64()), ("compactions", pa.int64()),
                         ("refusals", pa.int64()), ("logged_refusals", pa.int64()),
                         ("holes", pa.list_(hole)), ("error", pa.string())])

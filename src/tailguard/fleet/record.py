@@ -8,8 +8,10 @@ A record is a plain JSON-ready dict (key order fixed, so JSONL output is byte-st
   single-file JSON's ``violations``); ``logged_refusals``: ``refusal`` lines the guard logged
   (attempts it refused and that were not committed: the single-file JSON's ``refusals``);
 - ``holes``: one entry per failed clause of each refused compaction: ``line`` (the compaction's
-  log line), ``clause``, ``ranges`` (the lost offsets ``[lo, hi)`` for ``no_hole``, else empty)
-  and ``why``, the single-file text audit's sentence, which names the lines that truncated
+  log line), ``clause``, ``ranges`` (the lost offsets ``[lo, hi)`` for ``no_hole``, else empty),
+  ``truncated_at`` (for ``no_hole``: the log lines of the truncations that evicted those
+  offsets while nothing else held them, sorted; empty when a lost summary is the cause) and
+  ``why``, the single-file text audit's sentence, which names the lines that truncated
   the offsets or the lost summary that covered them (in full at every compaction, where the
   text audit says ``still open since line L`` for a hole it already explained);
 - ``error``: null, or why the log is unusable, as ``FILE:LINE: field: reason`` (exactly the
@@ -36,6 +38,7 @@ class Hole(TypedDict):
     line: int
     clause: str
     ranges: list[list[int]]
+    truncated_at: list[int]
     why: str
 
 
@@ -85,8 +88,10 @@ def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: b
             refusals += 1
             sentences = dict(s.split(": ", 1) for s in v.explanation)
             for clause in d.failed:
-                ranges = [list(h) for h in d.holes] if clause == "no_hole" else []
+                hole = clause == "no_hole"
+                ranges = [list(h) for h in d.holes] if hole else []
                 holes.append({"line": v.line, "clause": clause, "ranges": ranges,
+                              "truncated_at": list(v.truncated_at) if hole else [],
                               "why": sentences.get(clause, "")})
     except EventLogError as exc:
         error = str(exc)

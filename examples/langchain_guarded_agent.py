@@ -58,7 +58,8 @@ def main() -> int:
     assert update is not None
     summary = update["messages"][1]
     spill = summary.additional_kwargs["tailguard"]["spills"][0]
-    print(f"spill: compacted; offsets {spill['range']} spilled as {spill['handle'][:20]}...")
+    lo, hi = spill['range']
+    print(f"spill: compacted; offsets [{lo}, {hi}) spilled as {spill['handle'][:20]}...")
     text = spill_reader_tool(store).invoke({"handle": spill["handle"]})
     items = [x["item"] for x in json.loads(text)["items"]]
     exact = items == messages_to_dict(conversation()[:100]) and text.encode() == store.get(spill["handle"])

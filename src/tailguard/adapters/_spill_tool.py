@@ -10,17 +10,35 @@ same items give the same handle. Standard library only.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tailguard.spill import SpillStore
 
-__all__ = ["FORMAT", "decode_spill", "encode_spill", "read_spill"]
+if TYPE_CHECKING:
+    from tailguard.adapters._offsets import OffsetTracker
+
+__all__ = ["FORMAT", "decode_spill", "encode_run", "encode_spill", "read_spill"]
+
+Item = TypeVar("Item")
 
 FORMAT = "tailguard-adapter-spill"
 VERSION = 1
 
 Pair = tuple[int, int]
+
+
+def encode_run(framework: str, unit: str, run: Pair, tracker: OffsetTracker, held: Mapping[str, Item],
+               to_json: Callable[[Item], Any]) -> bytes:
+    """The spill of every held item (by key) whose offsets lie inside ``run``, oldest first;
+    ``to_json`` is the framework's lossless serialization of one item."""
+    items: list[tuple[Pair, str, Any]] = []
+    for key, item in held.items():
+        lo, hi = tracker.interval(key)
+        if run[0] <= lo and hi <= run[1] and lo < hi:
+            items.append(((lo, hi), key, to_json(item)))
+    items.sort(key=lambda x: x[0])
+    return encode_spill(framework, unit, run, items)
 
 
 def encode_spill(framework: str, unit: str, run: Pair, items: Sequence[tuple[Pair, str, Any]]) -> bytes:

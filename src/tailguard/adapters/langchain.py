@@ -56,7 +56,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from tailguard.adapters._guard import CompactionGuard, Resolution
 from tailguard.adapters._offsets import AdapterError, Entry, Plan
-from tailguard.adapters._spill_tool import encode_spill, read_spill
+from tailguard.adapters._spill_tool import encode_run, read_spill
 from tailguard.spill import SpillError, SpillStore
 
 __all__ = ["GuardedSummarizationMiddleware", "messages_from_spill", "spill_reader_tool"]
@@ -248,14 +248,8 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
             _trimmed.reset(token)
 
     def _payload(self, run: Pair) -> bytes:
-        tracker = self.guard.tracker
-        items: list[tuple[Pair, str, Any]] = []
-        for key, m in self._messages.items():
-            lo, hi = tracker.interval(key)
-            if run[0] <= lo and hi <= run[1] and lo < hi:
-                items.append(((lo, hi), key, messages_to_dict([m])[0]))
-        items.sort(key=lambda x: x[0])
-        return encode_spill("langchain", self.guard.unit, run, items)
+        return encode_run("langchain", self.guard.unit, run, self.guard.tracker, self._messages,
+                          lambda m: messages_to_dict([m])[0])
 
     def _finish(self, summary: str, plan: Plan, preserved: list[AnyMessage], res: Resolution) -> dict[str, Any]:
         new = self._build_new_messages(summary)

@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from tailguard.adapters._guard import CompactionGuard
 from tailguard.adapters._offsets import AdapterError, Entry, Plan
-from tailguard.adapters._spill_tool import encode_spill
+from tailguard.adapters._spill_tool import encode_run
 from tailguard.spill import SpillStore
 
 __all__ = ["GuardedSummarizationNode", "GuardedSummarizer"]
@@ -160,14 +160,8 @@ class GuardedSummarizer:
         return result
 
     def _payload(self, run: Pair) -> bytes:
-        tracker = self.guard.tracker
-        items: list[tuple[Pair, str, Any]] = []
-        for key, m in self._messages.items():
-            lo, hi = tracker.interval(key)
-            if run[0] <= lo and hi <= run[1] and lo < hi:
-                items.append(((lo, hi), key, messages_to_dict([m])[0]))
-        items.sort(key=lambda x: x[0])
-        return encode_spill("langmem", self.guard.unit, run, items)
+        return encode_run("langmem", self.guard.unit, run, self.guard.tracker, self._messages,
+                          lambda m: messages_to_dict([m])[0])
 
 
 def _recorder(model: Any, seen: list[Any]) -> Any:

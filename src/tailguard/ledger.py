@@ -25,7 +25,6 @@ Standard library only: this module is on the runtime path.
 from __future__ import annotations
 
 import io
-import json
 import os
 import threading
 import warnings
@@ -47,6 +46,7 @@ from tailguard.eventlog import (
     Spill,
     Truncate,
     iter_events,
+    torn_reason,
 )
 from tailguard.ledger_core import PROFILES, LedgerCore
 from tailguard.ledger_explain import explain as _explain
@@ -416,12 +416,9 @@ summarized or spilled
             lines = [x.encode() if isinstance(x, str) else x for x in source]
             where = "<log>"
         keep = len(lines)
-        if lines and not lines[-1].endswith((b"\n", b"\r")):
-            try:
-                json.loads(lines[-1])
-            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
-                torn = (len(lines), f"the last line was cut mid-write and is ignored ({exc})")
-                keep = len(lines) - 1
+        if lines and (why := torn_reason(lines[-1])) is not None:  # the rule `tailguard audit` applies
+            torn = (len(lines), f"the last line was cut mid-write and is ignored ({why})")
+            keep = len(lines) - 1
         events = iter_events(lines[:keep], where)
         header = next(events)
         assert isinstance(header, Session)

@@ -30,6 +30,7 @@ from tailguard.eventlog import (
     iter_events,
 )
 from tailguard.interval_index import IntervalUnion
+from tailguard.intervals import difference
 from tailguard.ledger import Verdict, replay
 from tailguard.ledger_core import LedgerCore
 
@@ -120,20 +121,6 @@ def _apply(core: LedgerCore, ev: Event) -> None:
         core.evict(ev.summary, ev.line)
 
 
-def _pieces(lo: int, hi: int, minus: list[Pair]) -> list[Pair]:
-    out: list[Pair] = []
-    cur = lo
-    for a, b in minus:
-        if b <= cur or a >= hi:
-            continue
-        if a > cur:
-            out.append((cur, a))
-        cur = max(cur, b)
-    if cur < hi:
-        out.append((cur, hi))
-    return out
-
-
 def hole_causes(core: LedgerCore, hole: Pair, ev: Compact) -> list[Cause]:
     """Split ``hole`` by cause, in the order of the audit's ``no_hole`` sentence
     (:mod:`tailguard.ledger_explain`): unseen summaries, lost summaries, truncations, and
@@ -144,7 +131,7 @@ def hole_causes(core: LedgerCore, hole: Pair, ev: Compact) -> list[Cause]:
     def take(lo: int, hi: int, why: str, first: int, last: int, text: str) -> None:
         nonlocal rest
         out.append(Cause(lo, hi, why, first, last, text))
-        rest = [p for r in rest for p in _pieces(r[0], r[1], [(lo, hi)])]
+        rest = difference(rest, [(lo, hi)])  # rest stays sorted and disjoint
 
     if ev.saw is not None:
         used = set(ev.saw) | set(ev.keeps)

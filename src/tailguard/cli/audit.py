@@ -23,10 +23,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, Protocol, TextIO
 
-from tailguard._generated.checker import PROFILES
 from tailguard.audit_report import TextReport
 from tailguard.case import display_name
 from tailguard.cli import audit_fleet
+from tailguard.cli.profile_option import add_profile_option, profile_problem
 from tailguard.eventlog import EventLogError, Refusal, Session, bounded_lines, iter_events
 from tailguard.ledger import Verdict, replay
 
@@ -39,9 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("exit codes: 0 every compaction allowed, 1 some compaction refused, 2 unusable input "
                      "(FILE:LINE: field: reason)")
     parser.add_argument("trace", metavar="TRACE.jsonl", help="the event log ('-' reads stdin)")
-    parser.add_argument("--profile", default="strict",
-                        help="seed, strict or partitioned (default strict; partitioned for pipelines "
-                             "whose summarizer sees the candidates but not the kept tail)")
+    add_profile_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: a post-mortem of every refused compaction, each hole explained once "
                              "(default); json: one object with every compaction's full hole list")
@@ -133,9 +131,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return 2
     if audit_fleet.wanted(args):
         return audit_fleet.run(args, stdout, stderr)
-    if args.profile not in PROFILES:
-        print(f"{PROG}: --profile: unknown profile {args.profile!r}; "
-              f"choose one of {', '.join(PROFILES)}", file=stderr)
+    if (problem := profile_problem(args.profile)) is not None:
+        print(f"{PROG}: {problem}", file=stderr)
         return 2
     where = "<stdin>" if args.trace == "-" else display_name(args.trace)
     torn: list[tuple[int, str]] = []

@@ -19,7 +19,7 @@ import os
 import time
 from typing import TextIO
 
-from tailguard._generated.checker import PROFILES
+from tailguard.cli.profile_option import profile_problem
 
 PROG = "tailguard audit"
 FLEET_OPTIONS = ("engine", "workers", "scheduler", "files_per_task", "out")
@@ -94,8 +94,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{PROG}: {message}", file=stderr)
         return 2
 
-    if args.profile not in PROFILES:
-        return usage(f"--profile: unknown profile {args.profile!r}; choose one of {', '.join(PROFILES)}")
+    if (problem := profile_problem(args.profile)) is not None:
+        return usage(problem)
     paths: list[str] = [args.trace, *args.more]
     if "-" in paths:
         return usage("'-' (stdin) audits one log; a fleet audit reads files, directories, globs and URLs")

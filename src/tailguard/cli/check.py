@@ -9,25 +9,23 @@ import argparse
 import json
 from typing import TextIO
 
-from tailguard._generated.checker import PROFILES, check, explain
+from tailguard._generated.checker import check, explain
 from tailguard.case import InputError, display_name, load_case_file
+from tailguard.cli.profile_option import add_profile_option, profile_problem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "exit codes: 0 allow, 1 refuse, 2 unusable input (the message names the field)"
     parser.add_argument("case", metavar="CASE.json", help="the case file ('-' reads stdin)")
-    parser.add_argument("--profile", default="strict",
-                        help="seed, strict or partitioned (default strict; partitioned for pipelines "
-                             "whose summarizer sees the candidates but not the kept tail)")
+    add_profile_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text: the decision and one sentence per failed clause (default); json: "
                              '{"decision", "failed", "holes"}')
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    if args.profile not in PROFILES:
-        print(f"tailguard check: --profile: unknown profile {args.profile!r}; "
-              f"choose one of {', '.join(PROFILES)}", file=stderr)
+    if (problem := profile_problem(args.profile)) is not None:
+        print(f"tailguard check: {problem}", file=stderr)
         return 2
     try:
         fields = load_case_file(args.case)

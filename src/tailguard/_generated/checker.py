@@ -74,99 +74,65 @@ class CaseError(ValueError):
         super().__init__(f"{field}: {reason}")
 
 
-Pair = tuple[int, int]
-IntervalSet = list[Pair]
-
-
-def _interval(lo: int, hi: int) -> IntervalSet:
-    """The set ``[lo, hi)``; empty when ``hi <= lo``.
-
-    """
-    return [(lo, hi)] if lo < hi else []
-
-
-def _normalize(pairs: Iterable[Pair]) -> IntervalSet:
-    """Union of any pairs as a normal form (empty and reversed pairs contribute nothing).
-
-    """
-    out: IntervalSet = []
-    for lo, hi in sorted(p for p in pairs if p[0] < p[1]):
-        if out and lo <= out[-1][1]:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _union(a: IntervalSet, b: IntervalSet) -> IntervalSet:
-    """``a ∪ b``."""
-    return _normalize(a + b) if a and b else list(a or b)
-
-
-def _intersect(a: IntervalSet, b: IntervalSet) -> IntervalSet:
-    """``a ∩ b`` by a two-pointer sweep.
-
-    """
-    out: IntervalSet = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        lo = max(a[i][0], b[j][0])
-        hi = min(a[i][1], b[j][1])
-        if lo < hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _difference(a: IntervalSet, b: IntervalSet) -> IntervalSet:
-    """``a \\ b`` by a sweep.
-
-    """
-    out: IntervalSet = []
-    j = 0
-    for lo, hi in a:
-        while j < len(b) and b[j][1] <= lo:
-            j += 1
-        k = j
-        cur = lo
-        while k < len(b) and b[k][0] < hi:
-            if b[k][0] > cur:
-                out.append((cur, b[k][0]))
-            cur = max(cur, b[k][1])
-            k += 1
-        if cur < hi:
-            out.append((cur, hi))
-    return out
-
-
-def _is_subset(a: IntervalSet, b: IntervalSet) -> bool:
-    """``a ⊆ b``."""
-    return not _difference(a, b)
-
-
-def _within(a: Pair, b: Pair) -> bool:
-    """Interval ``a`` as a set lies inside interval ``b`` as a set (endpoints only).
-
-    (True, True, False)
-    """
+def _within(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Interval ``a`` as a set lies inside interval ``b``: ``a`` is empty, or its ends are inside ``b``'s."""
     return a[0] >= a[1] or (b[0] <= a[0] and a[1] <= b[1])
 
 
-def _disjoint(a: Pair, b: Pair) -> bool:
-    """Intervals ``a`` and ``b`` share no offset: ``max(lo) >= min(hi)``.
-
-    (True, False, True)
-    """
-    return max(a[0], b[0]) >= min(a[1], b[1])
+def _disjoint(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Intervals ``a`` and ``b`` share no offset: one is empty, or one ends before the other starts."""
+    return a[0] >= a[1] or b[0] >= b[1] or a[0] >= b[1] or b[0] >= a[1]
 
 
-def _fmt_set(s: IntervalSet) -> str:
+def _merge_run(items: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """The union of ``items`` as a normal list, in one pass; None when some non-empty pair starts before the last merged run (the pairs are not sorted: sort them and run again)."""
+    out: list[tuple[int, int]] = []
+    ordered = True
+    for lo, hi in items:
+        if lo < hi:
+            if not out:
+                out.append((lo, hi))
+            elif lo < out[-1][0]:
+                ordered = False
+                break
+            elif lo <= out[-1][1]:
+                if hi > out[-1][1]:
+                    out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+    return out if ordered else None
+
+
+def _gaps(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, stop)`` minus the normal list ``items``, as a normal list, in one pass that stops at the first pair starting at or after ``stop``."""
+    out: list[tuple[int, int]] = []
+    cur = start
+    for lo, hi in items:
+        if lo >= stop:
+            break
+        if lo > cur:
+            out.append((cur, lo))
+        if hi > cur:
+            cur = hi
+    if cur < stop:
+        out.append((cur, stop))
+    return out
+
+
+def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
+    an adapter writes them), else a sort and the same pass."""
+    out = _merge_run(items)
+    if out is None:
+        out = _merge_run(sorted(items))
+        assert out is not None  # a sorted list always merges in one pass (theorem T18)
+    return out
+
+
+def _fmt_set(s: list[tuple[int, int]]) -> str:
     """Human form: ``[0, 8), [9, 12)``; ``nothing`` when empty."""
     return ", ".join(f"[{lo}, {hi})" for lo, hi in s) if s else "nothing"
+
 
 def _fmt_pair(pair: tuple[int, int] | None) -> str:
     return "an interval" if pair is None else f"[{pair[0]}, {pair[1]})"
@@ -206,25 +172,26 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
-    v_TRU = _normalize(v_TR)  # TRU = union(TR)
-    v_covered = _union(_union(_union(_normalize(v_PC), _normalize(v_SP)), _difference(_intersect(_interval(*v_C), _interval(*v_I)), v_TRU)), _difference(_interval(*v_T), v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_TRU = _merged(v_TR)  # TRU = union(TR)
+    v_covered = _merged(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
         failed.append('units_agree')
-    if not _within(v_Phi, v_I):  # floor_in_input: Phi subset I
+    if not (v_Phi[0] >= v_Phi[1] or (v_I[0] <= v_Phi[0] and v_Phi[1] <= v_I[1])):  # floor_in_input: Phi subset I
         failed.append('floor_in_input')
-    if not _within(v_Phi, v_T):  # floor_in_tail: Phi subset T
+    if not (v_Phi[0] >= v_Phi[1] or (v_T[0] <= v_Phi[0] and v_Phi[1] <= v_T[1])):  # floor_in_tail: Phi subset T
         failed.append('floor_in_tail')
-    if not all(_disjoint(v_r, v_T) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+    if not all((v_r[0] >= v_r[1] or v_T[0] >= v_T[1] or v_r[0] >= v_T[1] or v_T[0] >= v_r[1]) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
         failed.append('tail_intact')
     if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
         failed.append('seam_contiguous')
-    if not _is_subset(_interval(*v_C), _difference(_interval(*v_I), v_TRU)):  # summary_honest: C subset I \ TRU
+    if not (not _gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU))):  # summary_honest: C subset I \ TRU
         failed.append('summary_honest')
-    if not _is_subset(_interval(*(0, v_n)), v_covered):  # no_hole: [0, n) subset covered
+    h_no_hole = _gaps(0, v_n, v_covered)  # holes: [0, n) \ covered
+    if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
-        holes = tuple(_difference(_interval(*(0, v_n)), v_covered))
+        holes = tuple(h_no_hole)
     return Decision("refuse" if failed else "allow", tuple(failed), holes)
 
 
@@ -233,7 +200,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     v_d = v_C[1]
     v_T = (v_t, v_n)
     v_Phi = (max(0, (v_n - v_F)), v_n)
-    v_TRU = _normalize(v_TR)
+    v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
         out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
@@ -243,11 +210,11 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     if 'floor_in_tail' in failed:
         out.append('floor_in_tail' + ': ' + 'recovery floor {p0} is not inside retained tail {p1}'.format(p0=_fmt_pair(v_Phi), p1=_fmt_pair(v_T)))
     if 'tail_intact' in failed:
-        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not _disjoint(v_r, v_T)), None)), p1=_fmt_pair(v_T)))
+        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not (v_r[0] >= v_r[1] or v_T[0] >= v_T[1] or v_r[0] >= v_T[1] or v_T[0] >= v_r[1])), None)), p1=_fmt_pair(v_T)))
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_difference(_interval(*v_C), _difference(_interval(*v_I), v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out
@@ -260,23 +227,24 @@ def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int,
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
-    v_TRU = _normalize(v_TR)  # TRU = union(TR)
-    v_covered = _union(_union(_union(_normalize(v_PC), _normalize(v_SP)), _difference(_intersect(_interval(*v_C), _interval(*v_I)), v_TRU)), _difference(_interval(*v_T), v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_TRU = _merged(v_TR)  # TRU = union(TR)
+    v_covered = _merged(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
         failed.append('units_agree')
-    if not _within(v_Phi, v_T):  # floor_in_tail: Phi subset T
+    if not (v_Phi[0] >= v_Phi[1] or (v_T[0] <= v_Phi[0] and v_Phi[1] <= v_T[1])):  # floor_in_tail: Phi subset T
         failed.append('floor_in_tail')
-    if not all(_disjoint(v_r, v_T) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+    if not all((v_r[0] >= v_r[1] or v_T[0] >= v_T[1] or v_r[0] >= v_T[1] or v_T[0] >= v_r[1]) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
         failed.append('tail_intact')
     if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
         failed.append('seam_contiguous')
-    if not _is_subset(_interval(*v_C), _difference(_interval(*v_I), v_TRU)):  # summary_honest: C subset I \ TRU
+    if not (not _gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU))):  # summary_honest: C subset I \ TRU
         failed.append('summary_honest')
-    if not _is_subset(_interval(*(0, v_n)), v_covered):  # no_hole: [0, n) subset covered
+    h_no_hole = _gaps(0, v_n, v_covered)  # holes: [0, n) \ covered
+    if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
-        holes = tuple(_difference(_interval(*(0, v_n)), v_covered))
+        holes = tuple(h_no_hole)
     return Decision("refuse" if failed else "allow", tuple(failed), holes)
 
 
@@ -285,7 +253,7 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     v_d = v_C[1]
     v_T = (v_t, v_n)
     v_Phi = (max(0, (v_n - v_F)), v_n)
-    v_TRU = _normalize(v_TR)
+    v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
         out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
@@ -293,11 +261,11 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     if 'floor_in_tail' in failed:
         out.append('floor_in_tail' + ': ' + 'recovery floor {p0} is not inside retained tail {p1}'.format(p0=_fmt_pair(v_Phi), p1=_fmt_pair(v_T)))
     if 'tail_intact' in failed:
-        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not _disjoint(v_r, v_T)), None)), p1=_fmt_pair(v_T)))
+        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not (v_r[0] >= v_r[1] or v_T[0] >= v_T[1] or v_r[0] >= v_T[1] or v_T[0] >= v_r[1])), None)), p1=_fmt_pair(v_T)))
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_difference(_interval(*v_C), _difference(_interval(*v_I), v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out

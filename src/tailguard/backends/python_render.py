@@ -7,9 +7,7 @@ writes files. Expressions compile to calls on the interval primitives of
 
 from __future__ import annotations
 
-import inspect
-
-from tailguard import intervals
+from tailguard.backends import scan_ir
 from tailguard.jsonstrict import MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
@@ -45,7 +43,23 @@ def _typed_args(spec: Spec) -> str:
     return ", ".join(f"{_var(i.symbol)}: {_PYTYPE[i.type]}" for i in spec.inputs)
 
 
+class NoRule(ValueError):
+    """A spec expression that no rule of the renderer covers (add a rule, and its proof, to
+    ``backends/python_render.py`` and ``backends/checker_z3.py``)."""
+
+
 class PythonCompiler:
+    """Spec expressions to Python, by the rules of the fast checker (issue 14).
+
+    A value of type ``set`` is a *normal list* (sorted, disjoint, non-adjacent, non-empty pairs).
+    The rules: ``union(L)`` merges ``L`` once (``_merged``: one pass, and a sort only when ``L``
+    is not sorted); a union of several terms is one merge of all their pairs; ``J \\ S`` for an
+    interval ``J`` is one scan (``_gaps``); ``J subset S`` is ``not _gaps(J, S)``; two intervals'
+    intersection is a pair of endpoints; ``J subset K`` and ``empty(J & K)`` for intervals are
+    the endpoint comparisons of ``_within`` and ``_disjoint``, written inline. Anything else is
+    :class:`NoRule`. Theorem T18 reads the rendered clauses back and proves each.
+    """
+
     def __init__(self, spec: Spec, env: dict[str, Type]) -> None:
         self.spec, self.env = spec, env
 
@@ -54,9 +68,57 @@ class PythonCompiler:
 
         return infer(node, self.env)
 
-    def as_set(self, node: ast.Node) -> str:
+    def is_pair(self, node: ast.Node) -> bool:
+        """An interval value, or the intersection of two (a pair of endpoints, maybe empty)."""
+        if self.type_of(node) == "interval":
+            return True
+        return (isinstance(node, ast.SetOp) and node.op == "&" and self.is_pair(node.left)
+                and self.is_pair(node.right))
+
+    def pair(self, node: ast.Node) -> tuple[str, str]:
+        """``(lo, hi)`` code of a pair value."""
+        match node:
+            case ast.IntervalLit(lo=lo, hi=hi):
+                return self.expr(lo), self.expr(hi)
+            case ast.SetOp(op="&", left=l, right=r):
+                (a, b), (c, d) = self.pair(l), self.pair(r)
+                return f"max({a}, {c})", f"min({b}, {d})"
         code = self.expr(node)
-        return f"_interval(*{code})" if self.type_of(node) == "interval" else code
+        return f"{code}[0]", f"{code}[1]"
+
+    def pair_code(self, node: ast.Node) -> str:
+        if isinstance(node, (ast.Name, ast.Field)):
+            return self.expr(node)
+        lo, hi = self.pair(node)
+        return f"({lo}, {hi})"
+
+    def terms(self, node: ast.Node) -> list[str]:
+        """Code of lists of pairs whose union is the set ``node`` (not merged)."""
+        match node:
+            case ast.SetOp(op="|", left=l, right=r):
+                return self.terms(l) + self.terms(r)
+            case ast.Call(func="union", args=(x,)):
+                return [self.expr(x)]
+        if self.is_pair(node):
+            return [f"[{self.pair_code(node)}]"]
+        return [self.as_set(node)]
+
+    def as_set(self, node: ast.Node) -> str:
+        """Code of the set ``node`` as a normal list."""
+        match node:
+            case ast.Name(name=n) if self.env.get(n) == "set":
+                return _var(n)
+            case ast.Call(func="union", args=(x,)):
+                return f"_merged({self.expr(x)})"
+            case ast.SetOp(op="|"):
+                return f"_merged({' + '.join(self.terms(node))})"
+            case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
+                lo, hi = self.pair(l)
+                return f"_gaps({lo}, {hi}, {self.as_set(r)})"
+        if self.is_pair(node):
+            lo, hi = self.pair(node)
+            return f"_gaps({lo}, {hi}, [])"
+        raise NoRule(f"no rule of the fast checker renders the set {pretty(node)!r}")
 
     def expr(self, node: ast.Node) -> str:
         match node:
@@ -70,32 +132,31 @@ class PythonCompiler:
                 return f"({self.expr(l)} {op} {self.expr(r)})"
             case ast.Call(func="max" | "min" as f, args=(x, y)):
                 return f"{f}({self.expr(x)}, {self.expr(y)})"
-            case ast.Call(func="union", args=(x,)):
-                return f"_normalize({self.expr(x)})"
             case ast.Call(func="empty", args=(ast.SetOp(op="&", left=l, right=r),)) if (
-                self.type_of(l) == self.type_of(r) == "interval"
+                self.is_pair(l) and self.is_pair(r)
             ):
-                # two intervals are disjoint iff max(lo) >= min(hi) (endpoint form, theorem T2)
-                return f"_disjoint({self.expr(l)}, {self.expr(r)})"
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
+                return f"({a0} >= {a1} or {b0} >= {b1} or {a0} >= {b1} or {b0} >= {a1})"  # _disjoint
+            case ast.Call(func="empty", args=(x,)) if self.is_pair(x):
+                lo, hi = self.pair(x)
+                return f"({lo} >= {hi})"
             case ast.Call(func="empty", args=(x,)):
                 return f"(not {self.as_set(x)})"
             case ast.Call(func="known", args=(x,)):
                 return f"({self.expr(x)} in UNITS)"
-            case ast.IntervalLit(lo=lo, hi=hi):
-                return f"({self.expr(lo)}, {self.expr(hi)})"
-            case ast.SetOp(op=op, left=l, right=r):
-                fn = {"|": "_union", "&": "_intersect", "\\": "_difference"}[op]
-                return f"{fn}({self.as_set(l)}, {self.as_set(r)})"
+            case ast.IntervalLit():
+                return self.pair_code(node)
             case ast.Compare(ops=ops, operands=operands):
                 parts = [self.expr(operands[0])]
                 for cop, o in zip(ops, operands[1:], strict=True):
                     parts += [cop, self.expr(o)]
                 return f"({' '.join(parts)})"
-            case ast.Subset(left=l, right=r) if self.type_of(l) == self.type_of(r) == "interval":
-                # [l0, l1) within [r0, r1): empty, or r0 <= l0 and l1 <= r1 (endpoint form, theorem T2)
-                return f"_within({self.expr(l)}, {self.expr(r)})"
-            case ast.Subset(left=l, right=r):
-                return f"_is_subset({self.as_set(l)}, {self.as_set(r)})"
+            case ast.Subset(left=l, right=r) if self.is_pair(l) and self.is_pair(r):
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
+                return f"({a0} >= {a1} or ({b0} <= {a0} and {a1} <= {b1}))"  # _within
+            case ast.Subset(left=l, right=r) if self.is_pair(l):
+                lo, hi = self.pair(l)
+                return f"(not _gaps({lo}, {hi}, {self.as_set(r)}))"
             case ast.BoolOp(op=op, operands=operands):
                 return "(" + f" {op} ".join(self.expr(o) for o in operands) + ")"
             case ast.Not(operand=o):
@@ -105,7 +166,9 @@ class PythonCompiler:
                 inner[v] = "interval"
                 body = PythonCompiler(self.spec, inner).expr(b)
                 return f"{k}({body} for {_var(v)} in {self.source_tuple(srcs)})"
-        raise TypeError(f"cannot compile {type(node).__name__}")
+            case ast.SetOp() | ast.Call(func="union"):
+                return self.as_set(node)
+        raise NoRule(f"no rule of the fast checker renders {type(node).__name__} {pretty(node)!r}")
 
     def source_tuple(self, srcs: tuple[str, ...]) -> str:
         parts = [_var(s) if self.env[s] == "interval" else f"*{_var(s)}" for s in srcs]
@@ -114,22 +177,16 @@ class PythonCompiler:
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def _primitives_source() -> str:
-    text = inspect.getsource(intervals)
-    body = text.split("# --- begin primitives ---\n", 1)[1].split("# --- end primitives ---", 1)[0]
-    renames = {
-        "def interval(": "def _interval(", "def normalize(": "def _normalize(",
-        "def union(": "def _union(", "def intersect(": "def _intersect(",
-        "def difference(": "def _difference(", "def is_subset(": "def _is_subset(",
-        "def fmt_set(": "def _fmt_set(", "def within(": "def _within(", "def disjoint(": "def _disjoint(",
-        "normalize(a + b)": "_normalize(a + b)", "not difference(a, b)": "not _difference(a, b)",
-    }
-    for old, new in renames.items():
-        body = body.replace(old, new)
-    body = body.replace("from collections.abc import Iterable\n\n", "")
-    # doctests refer to the public names; keep the docstrings but drop their examples
-    lines = [ln for ln in body.splitlines() if not ln.lstrip().startswith((">>>", "[(", "([("))]
-    return "\n".join(lines).rstrip() + "\n"
+_FMT_SET = '''\
+def _fmt_set(s: list[tuple[int, int]]) -> str:
+    """Human form: ``[0, 8), [9, 12)``; ``nothing`` when empty."""
+    return ", ".join(f"[{lo}, {hi})" for lo, hi in s) if s else "nothing"
+'''
+
+
+def _algorithms_source() -> str:
+    """The algorithms of :mod:`tailguard.backends.scan_ir`, as the checker runs them."""
+    return "\n\n".join([*(scan_ir.render_py(f) for f in scan_ir.FUNCS), scan_ir.MERGED_PY, _FMT_SET]) + "\n"
 
 
 def _quant_witness(c: PythonCompiler, node: ast.Node) -> str | None:
@@ -146,6 +203,12 @@ def _quant_witness(c: PythonCompiler, node: ast.Node) -> str | None:
             if w is not None:
                 return w
     return None
+
+
+def _holes_are_the_difference(cl: Clause) -> bool:
+    h, k = cl.holes, cl.holds
+    return (isinstance(k, ast.Subset) and isinstance(h, ast.SetOp) and h.op == "\\"
+            and pretty(h.left) == pretty(k.left) and pretty(h.right) == pretty(k.right))
 
 
 def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
@@ -167,6 +230,13 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     out.append("    failed: list[str] = []")
     out.append("    holes: tuple[tuple[int, int], ...] = ()")
     for cl in rest:
+        if cl.holes is not None and prof.report != "first" and _holes_are_the_difference(cl):
+            # `L subset R` with holes `L \ R`: one scan gives both (the clause holds iff no hole)
+            out.append(f"    h_{cl.id} = {c.as_set(cl.holes)}  # holes: {pretty(cl.holes)}")
+            out.append(f"    if h_{cl.id}:  # {cl.id}: {pretty(cl.holds)}")
+            out.append(f"        failed.append({cl.id!r})")
+            out.append(f"        holes = tuple(h_{cl.id})")
+            continue
         out.append(f"    if not {c.expr(cl.holds)}:  # {cl.id}: {pretty(cl.holds)}")
         if prof.report == "first":
             out.append(f'        return Decision("refuse", ({cl.id!r},), ())')
@@ -305,7 +375,7 @@ def render_python(spec: Spec) -> str:
         "",
         "",
     ]
-    out.append(_primitives_source())
+    out.append(_algorithms_source())
     out += [
         "def _fmt_pair(pair: tuple[int, int] | None) -> str:",
         '    return "an interval" if pair is None else f"[{pair[0]}, {pair[1]})"',
@@ -477,3 +547,7 @@ _PYTYPE = {
     "intervals": "list[tuple[int, int]]",
     "unit": "str",
 }
+
+
+#: the name the vector search uses for the helper code it runs clause predicates with
+_primitives_source = _algorithms_source

@@ -133,21 +133,29 @@ def merge_run_parts(f: ir.Func) -> Parts:
     pre = items.length >= 0
 
     def inv(i: Any, s: sz.State) -> Any:
-        out = sz.out_of(s)
-        return z3.And(s["ordered"], out.normal(), out.mem(x) == items.mem_prefix(i, x))
+        out, k = sz.out_of(s), s["out.k"]
+        run_lo, run_hi, started = s["run_lo"], s["run_hi"], s["started"]
+        pending = z3.And(started, run_lo <= x, x < run_hi)
+        return z3.And(
+            s["ordered"], out.normal(),
+            z3.Implies(started, run_lo < run_hi),
+            z3.Implies(z3.Not(started), k == 0),
+            z3.Implies(z3.And(started, k > 0), z3.Select(out.hi, k - 1) < run_lo),
+            z3.Or(out.mem(x), pending) == items.mem_prefix(i, x),
+        )
 
     def post(s: sz.State) -> Any:
         out = sz.out_of(s)
         return z3.Implies(s["ordered"], z3.And(out.normal(), out.mem(x) == items.mem(x)))
 
     one = _items_are(items, [(0, 1)])
-    parts = _induction(f, {"items": items}, items, pre, inv, post, what="_merge_run is the union", example_items=one)
+    parts = _induction(f, {"items": items}, items, pre, inv, post, what="_merge_run is the union",
+                       example_items=one)
 
     def inv_sorted(i: Any, s: sz.State) -> Any:
         j = z3.Int("j")
-        k = s["out.k"]
-        return z3.And(s["ordered"], k >= 0, z3.Implies(k > 0, z3.ForAll([j], z3.Implies(
-            z3.And(j >= i, j < items.length), z3.Select(s["out.lo"], k - 1) <= z3.Select(items.lo, j)))))
+        return z3.And(s["ordered"], z3.Implies(s["started"], z3.ForAll([j], z3.Implies(
+            z3.And(j >= i, j < items.length), s["run_lo"] <= z3.Select(items.lo, j)))))
 
     parts += _induction(f, {"items": items}, items, z3.And(pre, items.sorted_by_lo()), inv_sorted,
                         lambda s: s["ordered"], broke_post=lambda i, s: z3.BoolVal(False),

@@ -13,7 +13,9 @@ intervals per case.
 from __future__ import annotations
 
 import reprlib as _reprlib
+from bisect import bisect_left as _bisect_left
 from collections.abc import Callable, Iterable, Mapping
+from operator import le as _le
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -85,21 +87,30 @@ def _disjoint(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _merge_run(items: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
-    """The union of ``items`` as a normal list, in one pass; None when some non-empty pair starts before the last merged run (the pairs are not sorted: sort them and run again)."""
+    """The union of ``items`` as a normal list, in one pass that holds the current run in ``run_lo``/``run_hi``; None when some non-empty pair starts before the current run (the pairs are not sorted: sort them and run again)."""
     out: list[tuple[int, int]] = []
     ordered = True
+    started = False
+    run_lo = 0
+    run_hi = 0
     for lo, hi in items:
         if lo < hi:
-            if not out:
-                out.append((lo, hi))
-            elif lo < out[-1][0]:
+            if not started:
+                started = True
+                run_lo = lo
+                run_hi = hi
+            elif lo < run_lo:
                 ordered = False
                 break
-            elif lo <= out[-1][1]:
-                if hi > out[-1][1]:
-                    out[-1] = (out[-1][0], hi)
+            elif lo <= run_hi:
+                if hi > run_hi:
+                    run_hi = hi
             else:
-                out.append((lo, hi))
+                out.append((run_lo, run_hi))
+                run_lo = lo
+                run_hi = hi
+    if ordered and started:
+        out.append((run_lo, run_hi))
     return out if ordered else None
 
 
@@ -127,6 +138,29 @@ def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
         out = _merge_run(sorted(items))
         assert out is not None  # a sorted list always merges in one pass (theorem T18)
     return out
+
+
+def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of several lists joined (each usually sorted): one sort, linear on sorted
+    runs, and one pass."""
+    out = _merge_run(sorted(items))
+    assert out is not None  # a sorted list always merges in one pass (theorem T18)
+    return out
+
+
+def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
+    """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
+    pair that starts before ``stop`` can, and it is found by one bisect."""
+    j = _bisect_left(items, (stop,)) - 1
+    return start < stop and j >= 0 and items[j][1] > start
+
+
+def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
+    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
+    if not items:
+        return True
+    los, his = zip(*items)
+    return low <= min(los) and max(his) <= high and all(map(_le, los, his))
 
 
 def _fmt_set(s: list[tuple[int, int]]) -> str:
@@ -167,13 +201,13 @@ def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
 
 def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -182,11 +216,11 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
         failed.append('floor_in_input')
     if not (v_Phi[0] >= v_Phi[1] or (v_T[0] <= v_Phi[0] and v_Phi[1] <= v_T[1])):  # floor_in_tail: Phi subset T
         failed.append('floor_in_tail')
-    if not all((v_r[0] >= v_r[1] or v_T[0] >= v_T[1] or v_r[0] >= v_T[1] or v_T[0] >= v_r[1]) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+    if not (not _meets(v_T[0], v_T[1], v_TRU)):  # tail_intact: all(r in TR: empty(r & T))
         failed.append('tail_intact')
     if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
         failed.append('seam_contiguous')
-    if not (not _gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU))):  # summary_honest: C subset I \ TRU
+    if not (v_C[0] >= v_C[1] or (v_I[0] <= v_C[0] and v_C[1] <= v_I[1] and not _meets(v_C[0], v_C[1], v_TRU))):  # summary_honest: C subset I \ TRU
         failed.append('summary_honest')
     h_no_hole = _gaps(0, v_n, v_covered)  # holes: [0, n) \ covered
     if h_no_hole:  # no_hole: [0, n) subset covered
@@ -202,7 +236,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     v_Phi = (max(0, (v_n - v_F)), v_n)
     v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
-        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
         out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
     if 'floor_in_input' in failed:
@@ -222,24 +256,24 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
 
 def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
         failed.append('units_agree')
     if not (v_Phi[0] >= v_Phi[1] or (v_T[0] <= v_Phi[0] and v_Phi[1] <= v_T[1])):  # floor_in_tail: Phi subset T
         failed.append('floor_in_tail')
-    if not all((v_r[0] >= v_r[1] or v_T[0] >= v_T[1] or v_r[0] >= v_T[1] or v_T[0] >= v_r[1]) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+    if not (not _meets(v_T[0], v_T[1], v_TRU)):  # tail_intact: all(r in TR: empty(r & T))
         failed.append('tail_intact')
     if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
         failed.append('seam_contiguous')
-    if not (not _gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU))):  # summary_honest: C subset I \ TRU
+    if not (v_C[0] >= v_C[1] or (v_I[0] <= v_C[0] and v_C[1] <= v_I[1] and not _meets(v_C[0], v_C[1], v_TRU))):  # summary_honest: C subset I \ TRU
         failed.append('summary_honest')
     h_no_hole = _gaps(0, v_n, v_covered)  # holes: [0, n) \ covered
     if h_no_hole:  # no_hole: [0, n) subset covered
@@ -255,7 +289,7 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     v_Phi = (max(0, (v_n - v_F)), v_n)
     v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
-        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
         out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
     if 'floor_in_tail' in failed:
@@ -331,8 +365,26 @@ def _pair(value: object, field: str) -> tuple[int, int]:
     return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))
 
 
+def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Every item a tuple or list of two ``int`` of at most ``MAX_INT_DIGITS`` digits, checked
+    column by column by builtins (the common case; anything else takes the item-by-item path)."""
+    if not items:
+        return True
+    if not set(map(type, items)) <= _PAIR_TYPES or set(map(len, items)) != {2}:
+        return False
+    los, his = zip(*items)
+    return (set(map(type, los)) == _INT_TYPE == set(map(type, his))
+            and _INT_MIN < min(los) and max(los) < _INT_BOUND and _INT_MIN < min(his) and max(his) < _INT_BOUND)
+
+
+_PAIR_TYPES = {tuple, list}
+_INT_TYPE = {int}
+
+
 def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:
     """Materialize an iterable of pairs once; at most ``room`` of them."""
+    if (type(value) is list or type(value) is tuple) and len(value) <= room and _plain_pairs(value):
+        return list(map(tuple, value))  # the common case: a list of int pairs, read by builtins
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")
     out: list[tuple[int, int]] = []

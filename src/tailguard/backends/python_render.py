@@ -11,7 +11,7 @@ from tailguard.backends import scan_ir
 from tailguard.jsonstrict import MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
-from tailguard.speclang.deps import needed_defines
+from tailguard.speclang.deps import names, needed_defines
 from tailguard.speclang.load import Clause, Profile, Spec
 from tailguard.speclang.pretty import pretty
 
@@ -60,8 +60,18 @@ class PythonCompiler:
     :class:`NoRule`. Theorem T18 reads the rendered clauses back and proves each.
     """
 
-    def __init__(self, spec: Spec, env: dict[str, Type]) -> None:
+    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset()) -> None:
         self.spec, self.env = spec, env
+        #: set-valued definitions already computed where this code runs (``v_<name>``)
+        self.available = available
+
+    def union_of(self, source: str) -> str | None:
+        """A computed definition that is ``union(source)``, if any."""
+        for d in self.spec.defines:
+            if (d.name in self.available and isinstance(d.node, ast.Call) and d.node.func == "union"
+                    and isinstance(d.node.args[0], ast.Name) and d.node.args[0].name == source):
+                return d.name
+        return None
 
     def type_of(self, node: ast.Node) -> Type:
         from tailguard.speclang.typecheck import infer
@@ -111,7 +121,7 @@ class PythonCompiler:
             case ast.Call(func="union", args=(x,)):
                 return f"_merged({self.expr(x)})"
             case ast.SetOp(op="|"):
-                return f"_merged({' + '.join(self.terms(node))})"
+                return f"_merged_runs({' + '.join(self.terms(node))})"
             case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
                 lo, hi = self.pair(l)
                 return f"_gaps({lo}, {hi}, {self.as_set(r)})"
@@ -154,6 +164,10 @@ class PythonCompiler:
             case ast.Subset(left=l, right=r) if self.is_pair(l) and self.is_pair(r):
                 (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
                 return f"({a0} >= {a1} or ({b0} <= {a0} and {a1} <= {b1}))"  # _within
+            case ast.Subset(left=l, right=ast.SetOp(op="\\", left=k, right=m)) if self.is_pair(l) and self.is_pair(k):
+                # J subset K \ S: J empty, or J within K and J meets no offset of S (one bisect)
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(k)
+                return f"({a0} >= {a1} or ({b0} <= {a0} and {a1} <= {b1} and not _meets({a0}, {a1}, {self.as_set(m)})))"
             case ast.Subset(left=l, right=r) if self.is_pair(l):
                 lo, hi = self.pair(l)
                 return f"(not _gaps({lo}, {hi}, {self.as_set(r)}))"
@@ -161,6 +175,18 @@ class PythonCompiler:
                 return "(" + f" {op} ".join(self.expr(o) for o in operands) + ")"
             case ast.Not(operand=o):
                 return f"(not {self.expr(o)})"
+            case ast.Quant(kind="all", var=v, sources=srcs, body=b) if _bounds_of(b, v) is not None:
+                # all(r in ...: A <= r.lo <= r.hi <= B): each interval by endpoints, each list by columns
+                low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
+                parts = [f"({low} <= {_var(s)}[0] <= {_var(s)}[1] <= {high})" if self.env[s] == "interval"
+                         else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
+                return "(" + " and ".join(parts) + ")"
+            case ast.Quant(kind="all", var=v, sources=(src,),
+                           body=ast.Call(func="empty", args=(ast.SetOp(op="&", left=ast.Name(name=rv), right=j),)),
+                           ) if rv == v and self.union_of(src) and self.is_pair(j) and v not in set(names(j)):
+                # no pair of L meets J iff union(L) does not (empty pairs meet nothing): one bisect
+                lo, hi = self.pair(j)
+                return f"(not _meets({lo}, {hi}, {_var(self.union_of(src) or '')}))"
             case ast.Quant(kind=k, var=v, sources=srcs, body=b):
                 inner = dict(self.env)
                 inner[v] = "interval"
@@ -205,6 +231,17 @@ def _quant_witness(c: PythonCompiler, node: ast.Node) -> str | None:
     return None
 
 
+def _bounds_of(body: ast.Node, var: str) -> tuple[ast.Node, ast.Node] | None:
+    """``(A, B)`` when ``body`` is ``A <= var.lo <= var.hi <= B`` with A, B free of ``var``."""
+    if (isinstance(body, ast.Compare) and body.ops == ("<=", "<=", "<=") and len(body.operands) == 4):
+        low, first, second, high = body.operands
+        if (isinstance(first, ast.Field) and first.base == var and first.attr == "lo"
+                and isinstance(second, ast.Field) and second.base == var and second.attr == "hi"
+                and var not in set(names(low)) and var not in set(names(high))):
+            return low, high
+    return None
+
+
 def _holes_are_the_difference(cl: Clause) -> bool:
     h, k = cl.holes, cl.holds
     return (isinstance(k, ast.Subset) and isinstance(h, ast.SetOp) and h.op == "\\"
@@ -224,9 +261,11 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append(f"    if not {c.expr(gate.holds)}:")
         out.append(f'        return Decision("refuse", ({gate.id!r},), ())')
     roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
-    for name in needed_defines(spec, roots):
+    computed = needed_defines(spec, roots)
+    for name in computed:
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"    {_var(name)} = {c.expr(d.node)}  # {name} = {d.source}")
+    c = PythonCompiler(spec, spec.env, frozenset(computed))
     out.append("    failed: list[str] = []")
     out.append("    holes: tuple[tuple[int, int], ...] = ()")
     for cl in rest:
@@ -325,7 +364,9 @@ def render_python(spec: Spec) -> str:
         "from __future__ import annotations",
         "",
         "import reprlib as _reprlib",
+        "from bisect import bisect_left as _bisect_left",
         "from collections.abc import Callable, Iterable, Mapping",
+        "from operator import le as _le",
         "from typing import Any, NamedTuple",
         "",
         "__all__ = [",
@@ -457,8 +498,26 @@ def _render_api(spec: Spec) -> list[str]:
         '    return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))',
         "",
         "",
+        "def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> bool:",
+        '    """Every item a tuple or list of two ``int`` of at most ``MAX_INT_DIGITS`` digits, checked',
+        '    column by column by builtins (the common case; anything else takes the item-by-item path)."""',
+        "    if not items:",
+        "        return True",
+        "    if not set(map(type, items)) <= _PAIR_TYPES or set(map(len, items)) != {2}:",
+        "        return False",
+        "    los, his = zip(*items)",
+        "    return (set(map(type, los)) == _INT_TYPE == set(map(type, his))",
+        "            and _INT_MIN < min(los) and max(los) < _INT_BOUND and _INT_MIN < min(his) and max(his) < _INT_BOUND)",
+        "",
+        "",
+        "_PAIR_TYPES = {tuple, list}",
+        "_INT_TYPE = {int}",
+        "",
+        "",
         "def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:",
         '    """Materialize an iterable of pairs once; at most ``room`` of them."""',
+        "    if (type(value) is list or type(value) is tuple) and len(value) <= room and _plain_pairs(value):",
+        "        return list(map(tuple, value))  # the common case: a list of int pairs, read by builtins",
         "    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):",
         '        raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")',
         "    out: list[tuple[int, int]] = []",
@@ -549,5 +608,6 @@ _PYTYPE = {
 }
 
 
-#: the name the vector search uses for the helper code it runs clause predicates with
-_primitives_source = _algorithms_source
+def _primitives_source() -> str:
+    """The helper code clause predicates run with, imports included (the vector search)."""
+    return "from bisect import bisect_left as _bisect_left\nfrom operator import le as _le\n\n\n" + _algorithms_source()

@@ -177,20 +177,23 @@ DISJOINT = Func(
 
 MERGE_RUN = Func(
     "_merge_run",
-    "The union of ``items`` as a normal list, in one pass; None when some non-empty pair starts "
-    "before the last merged run (the pairs are not sorted: sort them and run again).",
+    "The union of ``items`` as a normal list, in one pass that holds the current run in "
+    "``run_lo``/``run_hi``; None when some non-empty pair starts before the current run (the "
+    "pairs are not sorted: sort them and run again).",
     items="items",
     output=True,
-    state=(Assign("ordered", Const(True)),),
+    state=(Assign("ordered", Const(True)), Assign("started", Const(False)),
+           Assign("run_lo", Const(0)), Assign("run_hi", Const(0))),
     body=(If(_lt(LO, HI), (
-        If(OutEmpty(), (Emit(LO, HI),), (
-            If(_lt(LO, LastLo()), (Assign("ordered", Const(False)), Break()), (
-                If(Cmp("<=", LO, LastHi()), (
-                    If(Cmp(">", HI, LastHi()), (Widen(HI),)),
-                ), (Emit(LO, HI),)),
+        If(Not(_v("started")), (Assign("started", Const(True)), Assign("run_lo", LO), Assign("run_hi", HI)), (
+            If(_lt(LO, _v("run_lo")), (Assign("ordered", Const(False)), Break()), (
+                If(Cmp("<=", LO, _v("run_hi")), (
+                    If(Cmp(">", HI, _v("run_hi")), (Assign("run_hi", HI),)),
+                ), (Emit(_v("run_lo"), _v("run_hi")), Assign("run_lo", LO), Assign("run_hi", HI))),
             )),
         )),
     )),),
+    after=(If(Bool("and", (_v("ordered"), _v("started"))), (Emit(_v("run_lo"), _v("run_hi")),)),),
     returns=("out", "ordered"),
 )
 
@@ -215,6 +218,14 @@ GAPS = Func(
 FUNCS: tuple[Func, ...] = (WITHIN, DISJOINT, MERGE_RUN, GAPS)
 BY_NAME = {f.name: f for f in FUNCS}
 
+#: Helpers built on the standard library (``sorted``, ``bisect``, ``min``/``max``/``all``/``map``/
+#: ``zip``), not on the loop form: T18 checks that the file holds exactly this text and proves
+#: each one's use from the contract of the standard library functions it calls (see
+#: ``backends/checker_z3.py``). ``_merged(items)``: one pass when the pairs come sorted, else a
+#: sort and the same pass; ``_merged_runs(items)``: the terms of a union, each sorted, merged by
+#: one sort (linear on sorted runs) and one pass; ``_meets``: whether an interval meets a normal
+#: list, by one ``bisect``; ``_bounded``: every pair inside ``[low, high]``, by columns.
+#:
 #: ``_merged(items)``: the one wrapper around the standard library's sort. It is not an
 #: algorithm of the IR: T18 proves that ``_merge_run`` succeeds on any list sorted by start
 #: and is right whenever it succeeds; that ``sorted`` sorts is the standard library's.
@@ -227,6 +238,29 @@ def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
         out = _merge_run(sorted(items))
         assert out is not None  # a sorted list always merges in one pass (theorem T18)
     return out
+
+
+def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of several lists joined (each usually sorted): one sort, linear on sorted
+    runs, and one pass."""
+    out = _merge_run(sorted(items))
+    assert out is not None  # a sorted list always merges in one pass (theorem T18)
+    return out
+
+
+def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
+    """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
+    pair that starts before ``stop`` can, and it is found by one bisect."""
+    j = _bisect_left(items, (stop,)) - 1
+    return start < stop and j >= 0 and items[j][1] > start
+
+
+def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
+    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
+    if not items:
+        return True
+    los, his = zip(*items)
+    return low <= min(los) and max(his) <= high and all(map(_le, los, his))
 '''
 
 MERGED_JS = '''\

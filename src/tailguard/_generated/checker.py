@@ -76,16 +76,6 @@ class CaseError(ValueError):
         super().__init__(f"{field}: {reason}")
 
 
-def _within(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Interval ``a`` as a set lies inside interval ``b``: ``a`` is empty, or its ends are inside ``b``'s."""
-    return a[0] >= a[1] or (b[0] <= a[0] and a[1] <= b[1])
-
-
-def _disjoint(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Intervals ``a`` and ``b`` share no offset: one is empty, or one ends before the other starts."""
-    return a[0] >= a[1] or b[0] >= b[1] or a[0] >= b[1] or b[0] >= a[1]
-
-
 def _merge_run(items: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
     """The union of ``items`` as a normal list, in one pass that holds the current run in ``run_lo``/``run_hi``; None when some non-empty pair starts before the current run (the pairs are not sorted: sort them and run again)."""
     out: list[tuple[int, int]] = []

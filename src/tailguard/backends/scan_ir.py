@@ -1,8 +1,8 @@
 """The interval algorithms of the runtime, in one small form: rendered to Python and JavaScript,
 and proved by z3 (``backends/scan_z3.py``, theorem T18) equal to the per-offset definitions.
 
-An algorithm is a :class:`Func`: straight-line code over pairs (``_within``, ``_disjoint``) or
-one pass over a list of pairs (``_merge_run``, ``_gaps``) with integer and flag state, ``if``,
+An algorithm is a :class:`Func`: straight-line code over pairs, or one pass over a list of
+pairs (``_merge_run``, ``_gaps``) with integer and flag state, ``if``,
 ``break`` and an output list that only grows (``append``) or widens its last pair. The same
 :class:`Func` value is what :func:`render_py` and :func:`render_js` print and what
 ``scan_z3`` encodes; :func:`parse_py` reads the printed Python back, so the proof can be run on
@@ -159,22 +159,6 @@ def _ge(a: Expr, b: Expr) -> Cmp:
 
 LO, HI = _v("lo"), _v("hi")
 
-WITHIN = Func(
-    "_within",
-    "Interval ``a`` as a set lies inside interval ``b``: ``a`` is empty, or its ends are inside ``b``'s.",
-    pairs=("a", "b"),
-    returns=Bool("or", (_ge(Part("a", 0), Part("a", 1)),
-                        Bool("and", (Cmp("<=", Part("b", 0), Part("a", 0)), Cmp("<=", Part("a", 1), Part("b", 1)))))),
-)
-
-DISJOINT = Func(
-    "_disjoint",
-    "Intervals ``a`` and ``b`` share no offset: one is empty, or one ends before the other starts.",
-    pairs=("a", "b"),
-    returns=Bool("or", (_ge(Part("a", 0), Part("a", 1)), _ge(Part("b", 0), Part("b", 1)),
-                        _ge(Part("a", 0), Part("b", 1)), _ge(Part("b", 0), Part("a", 1)))),
-)
-
 MERGE_RUN = Func(
     "_merge_run",
     "The union of ``items`` as a normal list, in one pass that holds the current run in "
@@ -215,7 +199,7 @@ GAPS = Func(
 )
 
 #: every algorithm of the runtime, in the order the checkers define them
-FUNCS: tuple[Func, ...] = (WITHIN, DISJOINT, MERGE_RUN, GAPS)
+FUNCS: tuple[Func, ...] = (MERGE_RUN, GAPS)
 BY_NAME = {f.name: f for f in FUNCS}
 
 #: Helpers built on the standard library (``sorted``, ``bisect``, ``min``/``max``/``all``/``map``/
@@ -264,13 +248,46 @@ def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
 '''
 
 MERGED_JS = '''\
+function _byStart(x, y) {
+  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+}
+
+// The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
 function _merged(items) {
   let out = _merge_run(items);
   if (out === null) {
-    out = _merge_run(items.slice().sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0)));
-    if (out === null) throw new Error("internal: a sorted list did not merge (theorem T18)");
+    out = _merge_run(items.slice().sort(_byStart));
+    if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
   }
   return out;
+}
+
+// The union of several lists joined (each usually sorted): one sort and one pass.
+function _merged_runs(items) {
+  const out = _merge_run(items.sort(_byStart));
+  if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  return out;
+}
+
+// Whether [start, stop) shares an offset with the normal list items: only the last pair that
+// starts before stop can; it is found by binary search (the bisect_left of the Python checker).
+function _meets(start, stop, items) {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid][0] < stop) lo = mid + 1; else hi = mid;
+  }
+  const j = lo - 1;
+  return start < stop && j >= 0 && items[j][1] > start;
+}
+
+// Every pair [lo, hi] of items has low <= lo <= hi <= high.
+function _bounded(items, low, high) {
+  for (const [lo, hi] of items) {
+    if (!(low <= lo && lo <= hi && hi <= high)) return false;
+  }
+  return true;
 }
 '''
 

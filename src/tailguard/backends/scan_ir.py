@@ -61,6 +61,13 @@ class OutEmpty:
 
 
 @dataclass(frozen=True)
+class Arith:
+    op: str  # + | -
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
 class Cmp:
     op: str  # < <= > >= == !=
     left: Expr
@@ -78,7 +85,7 @@ class Not:
     operand: Expr
 
 
-Expr = Union[Var, Const, Part, LastLo, LastHi, OutEmpty, Cmp, Bool, Not]
+Expr = Union[Var, Const, Part, LastLo, LastHi, OutEmpty, Arith, Cmp, Bool, Not]
 
 # --- statements --------------------------------------------------------------------------
 
@@ -310,6 +317,8 @@ def py_expr(e: Expr) -> str:
             return "out[-1][1]"
         case OutEmpty():
             return "not out"
+        case Arith(op=op, left=l, right=r):
+            return f"{_py_atom(l)} {op} {_py_atom(r)}"
         case Cmp(op=op, left=l, right=r):
             return f"{_py_atom(l)} {_PY_CMP[op]} {_py_atom(r)}"
         case Bool(op=op, operands=ops):
@@ -400,6 +409,8 @@ def js_expr(e: Expr) -> str:
             return "out[out.length - 1][1]"
         case OutEmpty():
             return "out.length === 0"
+        case Arith(op=op, left=l, right=r):
+            return f"{_js_atom(l)} {op} {_js_atom(r)}"
         case Cmp(op=op, left=l, right=r):
             return f"{_js_atom(l)} {_JS_CMP[op]} {_js_atom(r)}"
         case Bool(op=op, operands=ops):
@@ -499,6 +510,8 @@ def _expr(node: pyast.expr) -> Expr:
         if isinstance(node.operand, pyast.Name) and node.operand.id == "out":
             return OutEmpty()
         return Not(_expr(node.operand))
+    if isinstance(node, pyast.BinOp) and isinstance(node.op, (pyast.Add, pyast.Sub)):
+        return Arith("+" if isinstance(node.op, pyast.Add) else "-", _expr(node.left), _expr(node.right))
     if isinstance(node, pyast.BoolOp):
         return Bool("and" if isinstance(node.op, pyast.And) else "or", tuple(_expr(v) for v in node.values))
     if isinstance(node, pyast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP_OPS:

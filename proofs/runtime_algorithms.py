@@ -4,7 +4,8 @@ T18 reads the generated checker file (``src/tailguard/_generated/checker.py``, t
 runs) back into the algorithmic form of :mod:`tailguard.backends.scan_ir`, and proves, for lists
 of any length:
 
-* each loop against its per-offset meaning: ``_merge_run`` and ``_gaps`` by induction over the loop (the invariant holds before the loop,
+* each loop against its per-offset meaning: ``_merge_run`` and ``_gaps`` by induction over the
+  loop (the invariant holds before the loop,
   one iteration keeps it, and at the end or at a ``break`` it gives the result), and
   ``_merge_run`` never gives up on a list sorted by start (so ``_merged`` is right);
 * every clause of every profile function of the file (``_check_seed`` and the others), as
@@ -186,7 +187,8 @@ def read_algorithms(source: str) -> dict[str, ir.Func]:
 
 @theorem(
     "T18", "The generated checker's algorithms and clauses are the per-offset definitions",
-    "Read back from the generated checker file: _merge_run (one pass) is the union of any list and never gives up on a list "
+    "Read back from the generated checker file: _merge_run (one pass) is the union of any list and "
+    "never gives up on a list "
     "sorted by start; _gaps (one pass with an early stop) is an interval minus a normal list; _meets "
     "(one bisect) is an intersection test; and "
     "every clause of every profile function, as written in the file, equals the spec's per-offset "

@@ -341,7 +341,8 @@ CHECKER_TEXT = runtime_algorithms.checker_path().read_text(encoding="utf-8")
 CHECKER_BREAKS: list[tuple[str, str, str, str]] = [
     ("_gaps: a gap starts one early", "        if lo > cur:\n            out.append((cur, lo))",
      "        if lo >= cur:\n            out.append((cur, lo))", "_gaps"),
-    ("_gaps: stops one late", "        if lo >= stop:\n            break", "        if lo > stop:\n            break", "_gaps"),
+    ("_gaps: stops one late", "        if lo >= stop:\n            break",
+     "        if lo > stop:\n            break", "_gaps"),
     ("_gaps: the last gap off by one", "    if cur < stop:\n        out.append((cur, stop))",
      "    if cur < stop - 1:\n        out.append((cur, stop))", "_gaps"),
     ("_merge_run: adjacent runs not joined", "            elif lo <= run_hi:", "            elif lo < run_hi:",
@@ -392,7 +393,8 @@ def test_a_bug_in_the_generated_checker_fails_t18(what: str, old: str, new: str,
 
 def test_t18_fails_on_an_edited_file_as_a_whole() -> None:
     """The theorem itself, not only its parts: an edit outside the proved form is a counterexample."""
-    source = _edited("    for lo, hi in items:\n        if lo >= stop:", "    for lo, hi in reversed(items):\n        if lo >= stop:")
+    source = _edited("    for lo, hi in items:\n        if lo >= stop:",
+                     "    for lo, hi in reversed(items):\n        if lo >= stop:")
     result = runtime_algorithms.runtime_algorithms_are_the_spec(source=source)
     assert result.status == "counterexample" and "not in the proved form" in result.detail, result
 

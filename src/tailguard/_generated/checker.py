@@ -149,7 +149,7 @@ def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
     if not items:
         return True
-    los, his = zip(*items)
+    los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
     return low <= min(los) and max(his) <= high and all(map(_le, los, his))
 
 
@@ -362,9 +362,10 @@ def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> bool:
         return True
     if not set(map(type, items)) <= _PAIR_TYPES or set(map(len, items)) != {2}:
         return False
-    los, his = zip(*items)
+    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
     return (set(map(type, los)) == _INT_TYPE == set(map(type, his))
-            and _INT_MIN < min(los) and max(los) < _INT_BOUND and _INT_MIN < min(his) and max(his) < _INT_BOUND)
+            and _INT_MIN < min(los) and max(los) < _INT_BOUND
+            and _INT_MIN < min(his) and max(his) < _INT_BOUND)
 
 
 _PAIR_TYPES = {tuple, list}

@@ -87,7 +87,8 @@ def meets_part(source: str) -> tuple[str, Result]:
     try:
         assign, ret = body
         if not (isinstance(assign, pyast.Assign) and pyast.unparse(assign.value) == "_bisect_left(items, (stop,)) - 1"
-                and pyast.unparse(assign.targets[0]) == "j" and isinstance(ret, pyast.Return) and ret.value is not None):
+                and pyast.unparse(assign.targets[0]) == "j" and isinstance(ret, pyast.Return)
+                and ret.value is not None):
             raise NotProvable(f"line {assign.lineno}: _meets must start with j = _bisect_left(items, (stop,)) - 1")
         env = {"start": start, "stop": stop, "j": j - 1}
         got = _small(ret.value, env, items)
@@ -161,7 +162,7 @@ class Translator:
                 pair = self.value(base)
                 if not isinstance(pair, tuple):
                     raise NotProvable(f"line {node.lineno}: {pyast.unparse(node)!r} indexes a non-pair")
-                return pair[i]
+                return pair[0 if i == 0 else 1]
             case pyast.Tuple(elts=[lo, hi]):
                 return (self.int(lo), self.int(hi))
             case pyast.BinOp(left=l, op=pyast.Add(), right=r):
@@ -311,16 +312,17 @@ def read_shape(fn: pyast.FunctionDef, tr: Translator) -> Shape:
             assert call is not None
             if call[0] != "refuse" or len(call[1]) != 1 or not isinstance(s.test, pyast.UnaryOp):
                 raise NotProvable(f"line {s.lineno}: an early return must refuse with one clause, on `not <cond>`")
-            cond = s.test.operand
+            early = s.test.operand
             if idx == 0 and not clauses:
-                gate = (call[1][0], cond)
+                gate = (call[1][0], early)
             else:
-                clauses.append((call[1][0], cond, None))
+                clauses.append((call[1][0], early, None))
                 first = True
         elif isinstance(s, pyast.If) and not s.orelse and s.body:
             app = s.body[0]
             if not (isinstance(app, pyast.Expr) and isinstance(app.value, pyast.Call)
-                    and pyast.unparse(app.value.func) == "failed.append" and isinstance(app.value.args[0], pyast.Constant)):
+                    and pyast.unparse(app.value.func) == "failed.append"
+                    and isinstance(app.value.args[0], pyast.Constant)):
                 raise NotProvable(f"line {s.lineno}: a clause must append its id to failed")
             cid = str(app.value.args[0].value)
             holes: pyast.expr | None = None

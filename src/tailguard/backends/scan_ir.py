@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast as pyast
 from dataclasses import dataclass
-from typing import Union
 
 # --- expressions -------------------------------------------------------------------------
 
@@ -85,7 +84,7 @@ class Not:
     operand: Expr
 
 
-Expr = Union[Var, Const, Part, LastLo, LastHi, OutEmpty, Arith, Cmp, Bool, Not]
+Expr = Var | Const | Part | LastLo | LastHi | OutEmpty | Arith | Cmp | Bool | Not
 
 # --- statements --------------------------------------------------------------------------
 
@@ -123,7 +122,7 @@ class Break:
     pass
 
 
-Stmt = Union[Assign, If, Emit, Widen, Break]
+Stmt = Assign | If | Emit | Widen | Break
 
 
 @dataclass(frozen=True)
@@ -250,7 +249,7 @@ def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
     if not items:
         return True
-    los, his = zip(*items)
+    los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
     return low <= min(los) and max(his) <= high and all(map(_le, los, his))
 '''
 
@@ -505,7 +504,7 @@ def _expr(node: pyast.expr) -> Expr:
         return LastHi()
     if (isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Name)
             and isinstance(node.slice, pyast.Constant) and node.slice.value in (0, 1)):
-        return Part(node.value.id, int(node.slice.value))
+        return Part(node.value.id, 0 if node.slice.value == 0 else 1)
     if isinstance(node, pyast.UnaryOp) and isinstance(node.op, pyast.Not):
         if isinstance(node.operand, pyast.Name) and node.operand.id == "out":
             return OutEmpty()

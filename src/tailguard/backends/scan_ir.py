@@ -247,8 +247,8 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
 
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
-    if not items:
-        return True
+    if len(items) < 32:  # short: pair by pair is faster than by columns
+        return all(low <= lo <= hi <= high for lo, hi in items)
     los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
     return low <= min(los) and max(his) <= high and all(map(_le, los, his))
 '''

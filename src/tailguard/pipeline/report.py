@@ -306,25 +306,19 @@ def sarif_uri(file: str) -> dict[str, str]:
 
 
 def _code_flow(r: Report, f: Finding) -> list[dict[str, Any]]:
-    """The failing session as a SARIF ``codeFlow``: one location per run of equal appends,
-    the last one at the finding."""
+    """The failing session as a SARIF ``codeFlow``: one thread-flow location per append, in
+    order (``executionOrder`` is the append's number), at the finding's line; the last one
+    names the finding."""
     trace, line = r.decision.trace, finding_line(r.policy, f)
-    steps: list[dict[str, Any]] = []
-    i = 0
-    while i < len(trace):
-        j = i
-        while j < len(trace) and trace[j] == trace[i]:
-            j += 1
-        what = f"append {i + 1}" if j - i == 1 else f"appends {i + 1} to {j}"
-        steps.append({"location": {
-            "physicalLocation": {"artifactLocation": sarif_uri(r.policy.file),
-                                 "region": {"startLine": max(1, line)}},
-            "message": {"text": f"{what}: {trace[i]} tokens each" if j - i > 1
-                        else f"{what}: {trace[i]} tokens"}}})
-        i = j
+    where = {"physicalLocation": {"artifactLocation": sarif_uri(r.policy.file),
+                                  "region": {"startLine": max(1, line)}}}
+    steps: list[dict[str, Any]] = [
+        {"executionOrder": n, "location": {**where, "message": {"text": f"append {n}: {size} tokens"}}}
+        for n, size in enumerate(trace, start=1)]
     if steps:
-        steps[-1]["location"]["message"]["text"] += f"; {f.kind} at stage {f.stage}"
-    return [{"threadFlows": [{"locations": steps}]}]
+        steps[-1]["location"]["message"]["text"] += f"; {f.kind} at stage {f.stage}: {explain(r.policy, f)}"
+    return [{"message": {"text": f"the failing session: {len(trace)} appends"},
+             "threadFlows": [{"locations": steps}]}]
 
 
 def _fixes(r: Report) -> list[dict[str, Any]]:

@@ -322,6 +322,8 @@ class Search:
             if bad != was or how:
                 beyond[k] = (bad, how)
             best[k] = good
+        if len(best) < len(assignment):
+            found_by += f", minimized from {len(assignment)} knobs to {len(best)}"
         self.record(best, found_by, beyond)
 
     # -- phases ---------------------------------------------------------------------------

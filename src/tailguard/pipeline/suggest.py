@@ -335,9 +335,12 @@ class Search:
                                    f"value in range helps")
             return
         if isinstance(target, int) and isinstance(k.current, int):
-            if target == 0:  # input_limit 0 (none): the largest candidate set is the bound
-                self.record({k.id: 0}, "monotone knob")
-                return
+            if target == 0:  # input_limit 0 (no limit, no window): a numeric bound if one is safe
+                top = max([g for g in guesses(self.policy, k.id) if g > k.current], default=0)
+                if not top or not self.safe({k.id: top}):
+                    self.record({k.id: 0}, "monotone knob (no limit)")
+                    return
+                target = top
             good, bad, how = self.bisect({}, k.id, target, k.current)
             self.record({k.id: good}, "monotone knob (exact boundary)", {k.id: (bad, how)})
 

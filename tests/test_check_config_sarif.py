@@ -74,6 +74,7 @@ def test_fixes_validate_and_point_at_the_knob_lines() -> None:
 def test_a_broken_document_is_rejected() -> None:
     """The validator is live: each of these edits breaks the 2.1.0 schema."""
     code, out, _ = run_cli("check-config", "--format", "sarif", str(EX / "seed-incident.toml"))
+    assert code == 1
     good = json.loads(out)
     assert errors(good) == []
     breaks = []

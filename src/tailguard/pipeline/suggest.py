@@ -58,10 +58,17 @@ MAX_FIXES = 5
 EXTEND = 60  # maximal turns appended after a known failing session when replaying it
 
 
-def probe_budget(budget: Budget) -> Budget:
-    """The budget of one probe: at most 20M resource units and the check's depth."""
-    units = min(budget.units, 20)
+def probe_budget(budget: Budget, units: int = 20) -> Budget:
+    """The budget of one probe: at most ``units`` million resource units and the check's depth.
+    Probes that decide whether a knob can help at all (the safest value of a monotone knob, a
+    recipe) get 20M; probes that only tighten a fix already found or step towards one
+    (bisection, putting a knob back, doubling steps) get 5M (:data:`QUICK`): there an
+    ``unknown`` only leaves the fix a little less tight, never wrong."""
+    units = min(budget.units, units)
     return replace(Budget.of(units, depth=budget.depth), quick_depth=min(budget.quick_depth, 16))
+
+
+QUICK = 5
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,15 @@ class Outcome:
                 "stopped": self.stopped or None}
 
 
+@dataclass(frozen=True)
+class Known:
+    """A failing session the engine returned, replayed against later probes."""
+
+    sizes: tuple[int, ...]
+    messages: tuple[int, ...] = ()
+    failures: frozenset[int] = frozenset()
+
+
 def _rank(fix: Fix) -> tuple[int, int, float]:
     spread = 0.0
     for c in fix.changes:
@@ -148,10 +164,14 @@ class Search:
     ) -> None:
         self.policy, self.budget, self.profile, self.flag = policy, budget, profile, flag
         self.probing = probe_budget(budget)
+        self.quick_probing = probe_budget(budget, QUICK)
+        self.quick = False  # the tier of the next probes (see probe_budget)
         self.say = progress or (lambda line: None)
         self.table = knobs(policy, profile)
         self.cache: dict[frozenset[tuple[KnobId, Value]], str] = {}
-        self.pool: list[tuple[int, ...]] = [decision.trace] if decision.trace else []
+        self.quick_unknown: set[frozenset[tuple[KnobId, Value]]] = set()  # unknown at 5M only
+        self.pool: list[Known] = []
+        self.remember(decision)
         self.base_verdict = decision.verdict
         self.out = Outcome()
         self.planned = 0
@@ -165,7 +185,7 @@ class Search:
         """The probe verdict of the policy with ``assignment`` (cached)."""
         assignment = self.moved(assignment)
         key = frozenset(assignment.items())
-        if key in self.cache:
+        if key in self.cache and (self.quick or key not in self.quick_unknown):
             return self.cache[key]
         if not assignment:
             return self.base_verdict
@@ -178,10 +198,15 @@ class Search:
             verdict, how = "unsafe", "a known failing session replays"
             self.out.refuted += 1
         else:
-            decision = self.decide(candidate, self.probing, ignore_static=True)
-            verdict, how = decision.verdict, decision.exhausted and f"{decision.exhausted} ran out"
-            if decision.trace:
-                self.pool.append(decision.trace)
+            budget = self.quick_probing if self.quick else self.probing
+            decision = self.decide(candidate, budget, ignore_static=True)
+            verdict, how = decision.verdict, decision.exhausted and \
+                f"{decision.exhausted} ran out at {budget.units}M"
+            self.remember(decision)
+            if verdict == "unknown" and self.quick:
+                self.quick_unknown.add(key)
+            else:
+                self.quick_unknown.discard(key)
         self.cache[key] = verdict
         shown = ", ".join(f"{label(k)}={v}" for k, v in sorted(assignment.items(), key=_order))
         extra = f"; {how}" if how else ""
@@ -210,20 +235,39 @@ class Search:
         moved = self.moved(assignment)
         return self.cache.get(frozenset(moved.items()), "" if moved else self.base_verdict)
 
+    def remember(self, decision: Decision) -> None:
+        """Keep a failing session: its sizes, and (spec 1.1 engines) the messages of each
+        append and the appends whose spill writes fail."""
+        if decision.trace:
+            self.pool.append(Known(tuple(decision.trace), tuple(getattr(decision, "messages", ())),
+                                   frozenset(getattr(decision, "failures", ()))))
+
     def _refuted(self, candidate: Policy) -> bool:
-        """Whether a failing session found so far (sizes clamped to the candidate's turn
-        sizes, then maximal turns) also fails ``candidate``: a real counterexample."""
+        """Whether a failing session found so far (sizes and message counts clamped to the
+        candidate's, then maximal turns) also fails ``candidate``: a real counterexample."""
         lo, hi = candidate.turn_min, candidate.turn_max
-        for trace in self.pool:
+        mlo, mhi = getattr(candidate, "messages_per_turn", (1, 1))
+        for known in self.pool:
             state = State()
-            sizes = [min(hi, max(lo, x)) for x in trace] + [hi] * EXTEND
-            for size in sizes:
-                if step(candidate, state, size, profile=self.profile):
+            sizes = [min(hi, max(lo, x)) for x in known.sizes] + [hi] * EXTEND
+            for n, size in enumerate(sizes):
+                extra: dict[str, Any] = {}
+                if known.messages:
+                    got = known.messages[n] if n < len(known.messages) else mhi
+                    extra["messages"] = min(mhi, max(mlo, got))
+                if known.failures:
+                    extra["spill_fails"] = n + 1 in known.failures
+                if step(candidate, state, size, profile=self.profile, **extra):
                     return True
         return False
 
-    def safe(self, assignment: Assignment) -> bool:
-        return self.verdict(assignment) == "safe"
+    def safe(self, assignment: Assignment, quick: bool = False) -> bool:
+        """Whether the probe says safe; ``quick``: with the tightening budget."""
+        saved, self.quick = self.quick, quick
+        try:
+            return self.verdict(assignment) == "safe"
+        finally:
+            self.quick = saved
 
     # -- boundaries -----------------------------------------------------------------------
     def bisect(self, base: Assignment, knob: KnobId, good: int, bad: int) -> tuple[int, int, str]:
@@ -234,16 +278,16 @@ class Search:
             if not (min(good, bad) < g < max(good, bad)) and g != good:
                 continue
             self.plan(2)
-            if g != good and not self.safe({**base, knob: g}):
+            if g != good and not self.safe({**base, knob: g}, quick=True):
                 bad = g
                 continue
             good = g
-            if abs(good - bad) > 1 and not self.safe({**base, knob: good + toward}):
+            if abs(good - bad) > 1 and not self.safe({**base, knob: good + toward}, quick=True):
                 bad = good + toward
         self.plan(max(1, int(abs(good - bad)).bit_length()))
         while abs(good - bad) > 1:
             mid = (good + bad) // 2
-            if self.safe({**base, knob: mid}):
+            if self.safe({**base, knob: mid}, quick=True):
                 good = mid
             else:
                 bad = self.jump(base, knob, good, mid)
@@ -307,7 +351,7 @@ class Search:
                 trial = {j: v for j, v in best.items() if j != k}
                 if (None, "floor_unit") in trial and k == (None, "floor"):
                     continue
-                if self.safe(trial):
+                if self.safe(trial, quick=True):
                     best = trial
         beyond: dict[KnobId, tuple[int, str]] = {}
         for k, v in list(best.items()):
@@ -342,7 +386,7 @@ class Search:
                     return
                 target = top
             good, bad, how = self.bisect({}, k.id, target, k.current)
-            self.record({k.id: good}, "monotone knob (exact boundary)", {k.id: (bad, how)})
+            self.record({k.id: good}, "monotone knob, bisected", {k.id: (bad, how)})
 
     def floor_unit(self, k: Knob) -> None:
         for unit in k.choices:
@@ -381,7 +425,7 @@ class Search:
                 probe = bound
             if probe == last_bad:
                 return
-            if self.safe({k.id: probe}):
+            if self.safe({k.id: probe}, quick=True):
                 break
             last_bad = probe
             if probe == bound:

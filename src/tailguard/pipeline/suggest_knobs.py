@@ -307,7 +307,13 @@ def guesses(policy: Policy, knob: KnobId) -> list[int]:
         rest = policy.base_tokens + policy.keep_first * policy.turn_min
         if s.keep_unit == "turns":
             rest += max(0, s.keep - 1) * policy.turn_min
-        out.append(max(policy.turn_max, s.trigger - 1 - rest))
+        elif str(s.keep_unit) == "messages":  # at least keep // (most messages of a turn) turns
+            most = getattr(policy, "messages_per_turn", (1, 1))[1]
+            rest += max(0, s.keep // most - 1) * policy.turn_min
+        guess = max(policy.turn_max, s.trigger - 1 - rest)
+        out.append(guess)
+        if getattr(s, "summary", "separate") == "message":  # the earlier summary counts too
+            out.append(guess + s.summary_tokens)
     if name == "floor":
         for c in policy.stages:
             if isinstance(c, Compact):

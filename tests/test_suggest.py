@@ -268,3 +268,24 @@ def test_knob_ranges_are_sane() -> None:
     assert table[(1, "trigger", -1)].lo == 40000  # a quarter of 160k
     assert table[(None, "turn_max", -1)].lo == 5000
     assert table[(None, "floor", -1)].lo == 3
+
+
+def test_a_preset_fix_edits_the_frameworks_own_knob() -> None:
+    """A preset policy (brief 6c) states no stage keys: the fix names and edits the framework
+    knob that translates to the fixed value (runs once the presets are in the package)."""
+    pytest.importorskip("tailguard.pipeline.presets")
+    path = EX.parent / "presets" / "langchain-defaults.toml"
+    entry, sarif_fixes, _ = suggest_both(path)
+    [fix] = [f for f in entry["fixes"] if len(f["changes"]) == 1]
+    change = fix["changes"][0]
+    assert (change["knob"], change["translates_to"]) == \
+        ("framework.trim_tokens_to_summarize", "stage.0.input_limit")
+    line = path.read_text(encoding="utf-8").splitlines()[change["line"] - 1]
+    assert line.startswith("trim_tokens_to_summarize")
+    source = path.read_text(encoding="utf-8").splitlines()
+    [rep] = sarif_fixes[0]["artifactChanges"][0]["replacements"]
+    edited = apply_edits(source, [Replacement(rep["deletedRegion"]["startLine"],
+                                              rep["insertedContent"]["text"])])
+    policy = parse_policy(edited, str(path))
+    assert policy.stages[0].input_limit == change["to"]  # type: ignore[union-attr]
+    assert decide(policy).verdict == "safe"

@@ -82,11 +82,14 @@ class Change:
     new: Value
     beyond: Value | None = None
     beyond_verdict: str = ""
+    stage_key: str = ""  # a preset's framework knob: the stage knob it translates to
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"knob": self.key, "line": self.line, "from": self.old, "to": self.new}
         if self.beyond is not None:
             out.update(beyond=self.beyond, beyond_verdict=self.beyond_verdict)
+        if self.stage_key:
+            out["translates_to"] = self.stage_key
         return out
 
 
@@ -323,6 +326,13 @@ class Search:
             note = f"re-checked on the fixed policy, not on an edited file ({edits})"
         else:
             replacements, target = tuple(edits[0]), edits[1]
+            framework = {line: key for key, line in self.policy.lines.items()
+                         if key.startswith("framework.")}
+            if len(replacements) == len(changes):  # a preset: name the framework's knob
+                changes = tuple(
+                    replace(c, key=framework[r.line], line=r.line, stage_key=c.key)
+                    if c.key not in self.policy.lines and not r.insert and r.line in framework else c
+                    for c, r in zip(changes, replacements, strict=True))
         self.flag.check()
         self.flag.guarded = True
         try:

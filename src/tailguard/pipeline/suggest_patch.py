@@ -87,7 +87,9 @@ def patch(policy: Policy, expected: Policy, changes: list[tuple[str, int | str]]
         return f"cannot read {policy.file}: {exc}"
     found = edits(policy, source, changes)
     if found is None:
-        return "a knob has no line of its own in the file"
+        found = framework_edits(policy, expected, source, changes)
+    if found is None:
+        return "a knob has no line of its own in the file, and no framework knob gives its value"
     try:
         parsed = parse_policy(apply_edits(source, found), policy.file)
     except PolicyError as exc:
@@ -95,3 +97,46 @@ def patch(policy: Policy, expected: Policy, changes: list[tuple[str, int | str]]
     if _normal(parsed) != _normal(expected):
         return "the edited file does not give the fixed policy"
     return found, parsed
+
+
+def framework_edits(policy: Policy, expected: Policy, source: list[str],
+                    changes: list[tuple[str, int | str]]) -> list[Replacement] | None:
+    """For a preset policy (brief 6c), whose stages come from a ``[framework]`` table: for
+    each change without a line of its own, the framework knob whose edit (``knob = value`` or
+    ``knob = ["unit", value]``) makes the file translate to the fixed value, found by
+    parsing each candidate edit. ``None`` if some change has no such knob."""
+    out: list[Replacement] = []
+    for key, value in changes:
+        direct = edits(policy, source, [(key, value)])
+        if direct is not None:
+            out.extend(direct)
+            continue
+        stage, _, name = key.partition(".")[2].partition(".")
+        if not stage.isdigit():
+            return None
+        want = getattr(expected.stages[int(stage)], name)
+        hit = None
+        for fkey, line in sorted(policy.lines.items(), key=lambda kv: kv[1]):
+            if not fkey.startswith("framework.") or fkey == "framework.name" \
+                    or not 0 < line <= len(source):
+                continue
+            knob = fkey.partition(".")[2]
+            indent = source[line - 1][: len(source[line - 1]) - len(source[line - 1].lstrip())]
+            for text in (f"{knob} = {toml_value(value)}",
+                         *(f'{knob} = ["{unit}", {toml_value(value)}]'
+                           for unit in ("tokens", "messages", "turns"))):
+                trial = [*out, Replacement(line, indent + text)]
+                try:
+                    parsed = parse_policy(apply_edits(source, trial), policy.file)
+                except PolicyError:
+                    continue
+                if len(parsed.stages) == len(expected.stages) and \
+                        getattr(parsed.stages[int(stage)], name, None) == want:
+                    hit = trial[-1]
+                    break
+            if hit is not None:
+                break
+        if hit is None:
+            return None
+        out.append(hit)
+    return out

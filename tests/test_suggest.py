@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +290,23 @@ def test_a_preset_fix_edits_the_frameworks_own_knob() -> None:
     policy = parse_policy(edited, str(path))
     assert policy.stages[0].input_limit == change["to"]  # type: ignore[union-attr]
     assert decide(policy).verdict == "safe"
+
+
+def test_a_fix_the_recheck_does_not_prove_safe_is_never_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The re-check of the edited file is what decides: make it fail and nothing is printed."""
+    from tailguard.pipeline import suggest as module
+
+    policy = load_policy(str(SEED))
+    decision = decide(policy)
+    real = module.Search.decide
+
+    def recheck_says_unknown(self: Any, target: Policy, budget: Budget, ignore_static: bool = False) -> Any:
+        got = real(self, target, budget, ignore_static)
+        if budget is self.budget:  # the re-check (probes use the smaller probe budgets)
+            return replace(got, verdict="unknown")
+        return got
+
+    monkeypatch.setattr(module.Search, "decide", recheck_says_unknown)
+    outcome = suggest(policy, decision, Budget())
+    assert outcome.fixes == []
+    assert any("the re-check unknown" in p for p in outcome.pruned)

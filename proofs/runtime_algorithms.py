@@ -76,14 +76,21 @@ def _induction(f: ir.Func, env: dict[str, Any], items: sz.Arr, pre: Any,
     yield f"{what}: a prefix one pair longer", prove(extend, assumptions=in_range)[0]
     yield f"{what}: the assumptions of an iteration are satisfiable", _satisfiable(
         z3.And(pre, in_range, inv(i, s), example))
-    yield f"{what}: before the loop", prove(inv(z3.IntVal(0), sz.initial(f, env)), assumptions=pre)[0]
+    # the end's assumptions are satisfiable too: by the state before the loop over an empty list
+    at_start = [s[k] == v for k, v in sz.initial(f, env).items() if k != sz.BROKE]
+    yield f"{what}: the assumptions at the end are satisfiable", _satisfiable(
+        z3.And([pre, inv(items.length, s), items.length == 0, example_items, *at_start]))
+    # (pre alone is satisfiable: it is part of both examples above)
+    yield f"{what}: before the loop", prove(inv(z3.IntVal(0), sz.initial(f, env)), assumptions=pre,
+                                            sanity=False)[0]
     for p, (cond, st) in enumerate(sz.step_paths(f, env, s, items, i)):
         if not z3.is_false(st[sz.BROKE]):
             continue
         for n, goal in enumerate(_conjuncts(inv(i + 1, st))):
             yield f"{what}: one iteration, path {p + 1}, part {n + 1}", prove(
                 goal, assumptions=z3.And(pre, in_range, inv(i, s), extend, cond), sanity=False)[0]
-    yield f"{what}: at the end", prove(post(sz.finish(f, env, s)), assumptions=z3.And(pre, inv(items.length, s)))[0]
+    yield f"{what}: at the end", prove(post(sz.finish(f, env, s)), assumptions=z3.And(pre, inv(items.length, s)),
+                                       sanity=False)[0]
     on_break = broke_post(i, after) if broke_post else post(sz.finish(f, env, after))
     yield f"{what}: at a break", prove(z3.Implies(after[sz.BROKE], on_break),
                                        assumptions=z3.And(pre, in_range, inv(i, s)), sanity=False)[0]

@@ -39,19 +39,34 @@ KNOBS = (WINDOW, TRIGGER, KEEP, TRIM, SUMMARY_TOKENS)
 TAIL_ROUNDS_UP = Difference(
     "tail_rounds_up",
     "`_find_safe_cutoff_point` moves a cutoff that lands on a ToolMessage back to the AIMessage "
-    "that called it, so LangChain keeps that whole turn verbatim (more than `keep`); the stages "
-    "keep the newest whole turns within `keep` (brief 6b: no stage splits a turn).",
+    "that called it, so LangChain keeps that whole turn verbatim (more than `keep`), and a token "
+    "`keep` smaller than the newest message keeps that message anyway (`cutoff = len - 1`); the "
+    "stages keep the newest whole turns within `keep` (brief 6b: no stage splits a turn).",
     "the model summarizes at most one turn more per compaction: its floor and hole findings are "
     "a superset of LangChain's at that compaction (conservative)",
     "the harness checks that the real tail is the model's plus exactly the straddling turn, then "
-    "stops comparing that session (the two states differ from there on)")
+    "puts that turn back into the model's state and compares the next compaction from there")
 START_ON_HUMAN = Difference(
     "start_on_human",
     "`trim_messages(start_on=\"human\")` drops the trimmed list's leading non-human messages, so "
     "when the trim cut something LangChain shows fewer messages than the newest ones that fit.",
-    "only when the model already reports a hole at that compaction (something did not fit); "
-    "LangChain's hole is then larger, the verdict the same",
-    "the harness checks real shown <= model shown, equal unless the model reports a hole there")
+    "only when something did not fit: the model then reports a hole at that compaction and "
+    "LangChain's is larger, except when what did not fit is the earlier summary (the candidates' "
+    "only human message) and dropping it loses nothing (its coverage empty or spilled): the tool "
+    "turns LangChain then drops too are holes the model does not report (with no spill that "
+    "needs every earlier summary input to have been a hole already, so the session is unsafe "
+    "anyway; with deepagents' spill a failed write after a good one can hide one)",
+    "the harness checks real shown <= model shown, and that the model reports a hole there or "
+    "did not see the earlier summary whole")
+SUMMARY_IN_TAIL = Difference(
+    "summary_in_tail",
+    "when the whole context (the earlier summary included) is within `keep`, LangChain's cutoff is "
+    "0 and nothing happens; the stages put the earlier summary among the candidates always "
+    "(6b `summary = \"message\"`), so the model re-summarizes it alone.",
+    "the verbatim turns are the same either way; only if the summary does not fit "
+    "`trim_tokens_to_summarize` does the model report a hole LangChain does not make (conservative)",
+    "the harness accepts a model compaction of the summary alone where LangChain did nothing, and "
+    "checks that the verbatim turns agree")
 REPORTED_USAGE = Difference(
     "reported_usage",
     "a token trigger also fires when the last AIMessage's provider-reported "
@@ -103,6 +118,6 @@ PRESET = Preset(
     translate=_translate,
     validated_on=("langchain 1.5.2", "langchain-core 1.8.3", "langgraph 1.2.24"),
     differential="tests/presets/test_langchain_preset.py",
-    differences=(TAIL_ROUNDS_UP, START_ON_HUMAN, REPORTED_USAGE, SYSTEM_PROMPT, SUMMARY_SIZE),
+    differences=(TAIL_ROUNDS_UP, SUMMARY_IN_TAIL, START_ON_HUMAN, REPORTED_USAGE, SYSTEM_PROMPT, SUMMARY_SIZE),
     doc="docs/presets/langchain.md",
 )

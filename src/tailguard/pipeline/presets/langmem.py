@@ -70,7 +70,7 @@ SPLIT_TOOL_RESULTS = Difference(
     "whole turn.",
     "the model summarizes those results too: its floor findings are a superset (conservative)",
     "the harness checks the real tail is the model's plus only those tool results, then stops "
-    "comparing that session")
+    "comparing that session (the model cannot hold part of a turn)")
 START_ON_HUMAN = Difference(
     "start_on_human",
     "`trim_messages(start_on=\"human\")` drops the trimmed prefix's leading non-human messages; "

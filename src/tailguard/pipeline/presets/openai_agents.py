@@ -22,10 +22,16 @@ LIMIT = Knob("limit", "count_or_off", None,
 THRESHOLD = Knob("compaction_threshold", "count", 10,
                  "the default should_trigger_compaction: compact at >= this many candidate items "
                  "(DEFAULT_COMPACTION_THRESHOLD; a custom hook is not expressible)")
+FRESH = Knob("fresh_session_per_turn", "count", 0,
+             "not a framework knob: 1 when the application creates the compaction session anew for "
+             "every turn (so every compaction reads the newest `limit` items), 0 (default) when one "
+             "object lives for the whole conversation: then the SDK's incremental candidate cache "
+             "holds every item added since its first read and `limit` bounds nothing (see "
+             "`limit_only_at_first_read`)", minimum=0, framework_knob=False)
 WINDOW = Knob("window", "count_or_off", None, "the model's context window in tokens (overflow check)")
 SUMMARY_TOKENS = Knob("summary_tokens", "count", 1000,
                       "not a framework knob: the size of the compaction item", framework_knob=False)
-KNOBS = (LIMIT, THRESHOLD, WINDOW, SUMMARY_TOKENS)
+KNOBS = (LIMIT, THRESHOLD, FRESH, WINDOW, SUMMARY_TOKENS)
 
 
 def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -37,12 +43,23 @@ def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "summary": "message",  # the compaction item is an item the next window may not hold
         "input": "candidates",
     }
-    if values["limit"] is not None:
+    if values["limit"] is not None and values["fresh_session_per_turn"]:
         stage.update(input_limit=values["limit"], input_limit_unit="messages")
     top: dict[str, Any] = {"window": values["window"]} if values["window"] else {}
     return top, [stage]
 
 
+LIMIT_FIRST_READ = Difference(
+    "limit_only_at_first_read",
+    "`_ensure_compaction_candidates` reads the store once (`get_items()` under "
+    "`SessionSettings.limit`) and caches it; `add_items` extends the cache with every new item and "
+    "a compaction replaces it with the answer, so a long-lived object compacts everything added "
+    "since its first read, not the newest `limit` items. Found by the differential test.",
+    "with one object from the session's first item (`fresh_session_per_turn = 0`) the stage has no "
+    "input limit and matches; an object created over a longer store sees only its newest `limit` "
+    "items at its first compaction: set `fresh_session_per_turn = 1` (every compaction windowed, the "
+    "stricter model) when the application re-creates it",
+    "both settings are driven: one object for the run, and a new object every turn")
 USER_MESSAGES_COUNTED = Difference(
     "trigger_counts_user_messages",
     "the default hook counts only candidate items (not user messages, not compaction items) in "
@@ -75,12 +92,12 @@ SERVER_SIDE = Difference(
 
 PRESET = Preset(
     name="agents.OpenAIResponsesCompactionSession",
-    summary="OpenAI Agents SDK compaction session: at 10 candidate items compact the newest "
-            "`limit` items and replace the store with the answer",
+    summary="OpenAI Agents SDK compaction session: at 10 candidate items compact what it has read "
+            "(the newest `limit` items at its first read) and replace the store with the answer",
     knobs=KNOBS,
     translate=_translate,
     validated_on=("openai-agents 0.24.0", "openai 3.57.0"),
     differential="tests/presets/test_openai_agents_preset.py",
-    differences=(USER_MESSAGES_COUNTED, USER_MESSAGES_KEPT, AUTOMATIC_SUFFIX, SERVER_SIDE),
+    differences=(LIMIT_FIRST_READ, USER_MESSAGES_COUNTED, USER_MESSAGES_KEPT, AUTOMATIC_SUFFIX, SERVER_SIDE),
     doc="docs/presets/openai-agents.md",
 )

@@ -4,6 +4,7 @@ LangChain-style compaction (LangChain's middleware and deepagents', which delega
 
 from __future__ import annotations
 
+import html
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -82,6 +83,13 @@ def summarizer(profile: int | None = None) -> RecordingFake:
     return model
 
 
+def whole(message: BaseMessage, prompt: str) -> bool:
+    """Whether ``message`` appears whole in the summarizer's prompt (which LangChain formats
+    as XML, escaping deepagents' ``<summary>`` tags)."""
+    text = str(message.content)
+    return text in prompt or html.escape(text, quote=False) in prompt
+
+
 def observe(before: list[BaseMessage], after: list[BaseMessage], prompt: str) -> Compaction:
     """What a LangChain-style compaction did, from the context before and after it and the
     summarizer's prompt: turns deleted, shown whole, kept verbatim, and the earlier summary."""
@@ -94,9 +102,9 @@ def observe(before: list[BaseMessage], after: list[BaseMessage], prompt: str) ->
     deleted = tuple(t for t, ms in turn_msgs.items() if all(m.id not in kept_ids for m in ms))
     kept = tuple(t for t, ms in turn_msgs.items() if all(m.id in kept_ids for m in ms))
     assert len(deleted) + len(kept) == len(turn_msgs), "a turn was split"
-    shown = tuple(t for t in deleted if all(str(m.content) in prompt for m in turn_msgs[t]))
+    shown = tuple(t for t in deleted if all(whole(m, prompt) for m in turn_msgs[t]))
     earlier = next((m for m in before if is_summary(m)), None)
-    summary_shown = None if earlier is None else str(earlier.content) in prompt
+    summary_shown = None if earlier is None else whole(earlier, prompt)
     return Compaction(deleted, shown, kept, summary_shown)
 
 

@@ -164,7 +164,7 @@ def test_spec_1_1_language_parses() -> None:
     (("input_limit = 4", "input_limit = 0"),
      "p.toml:24: stage.2.clip: clipping needs an input_limit > 0"),
     (('input_limit_unit = "messages"', 'input_limit_unit = "pages"'),
-     "p.toml:26: stage.2.input_limit_unit: unit must be \"turns\", \"tokens\" or \"messages\""),
+     "p.toml:26: stage.2.input_limit_unit: must be \"tokens\" or \"messages\", got \'pages\'"),
     (("input_limit = 4", 'input_limit = ["fraction", 0.5]'),
      "p.toml:25: stage.2.input_limit: a fraction of the window is in tokens, but "
      "input_limit_unit is 'messages'"),

@@ -13,9 +13,17 @@ from typing import Any
 
 import z3
 
-from tailguard.pipeline.encode import AState, basic, encode_step, fresh_state, init_state, occupancy
+from tailguard.pipeline.encode import (
+    AState,
+    basic,
+    encode_step,
+    fresh_state,
+    init_state,
+    occupancy,
+    shape_of,
+)
 from tailguard.pipeline.model import DEFAULT_PROFILE, Profile
-from tailguard.pipeline.policy import Policy, Truncate
+from tailguard.pipeline.policy import Compact, Policy, Truncate
 
 Lemma = Callable[[AState], Any]
 
@@ -23,18 +31,26 @@ Lemma = Callable[[AState], Any]
 def candidates(policy: Policy) -> list[Lemma]:
     """Occupancy bounds suggested by the policy's constants."""
     bounds: dict[str, set[int]] = {"turns": set(), "tokens": set()}
+    messages = shape_of(policy).messages
+    if messages:
+        bounds["messages"] = set()
+    mlo, mhi = policy.messages_per_turn
     if policy.window:
         bounds["tokens"].add(policy.window)
     for s in policy.stages:
         if isinstance(s, Truncate):
             bounds[s.unit].add(s.limit)
-        else:
+        elif isinstance(s, Compact):
             bounds[s.trigger_unit].add(s.trigger - 1)
-            post = s.keep if s.keep_unit == "turns" else s.keep // policy.turn_min
+            post = s.keep if s.keep_unit == "turns" else \
+                s.keep // (policy.turn_min if s.keep_unit == "tokens" else mlo)
             bounds["turns"].add(policy.keep_first + post)
-            kept = s.keep * policy.turn_max if s.keep_unit == "turns" else s.keep
+            kept = s.keep if s.keep_unit == "tokens" else post * policy.turn_max
             pinned = policy.keep_first * policy.turn_max
             bounds["tokens"].add(policy.base_tokens + pinned + s.summary_tokens + kept)
+            if messages:
+                kept_m = s.keep if s.keep_unit == "messages" else post * mhi
+                bounds["messages"].add(policy.keep_first * mhi + 1 + kept_m)
     out: list[Lemma] = []
     for unit, values in bounds.items():
         for value in sorted(values):
@@ -49,9 +65,9 @@ def _bound(policy: Policy, unit: str, value: int, guard: str) -> Lemma:
     def lemma(st: AState) -> Any:
         holds = occupancy(policy, st, unit) <= value
         if guard == "no summary":
-            return z3.Or(st.sc > 0, holds)
+            return z3.Or(st.has_summary(), holds)
         if guard == "summary":
-            return z3.Or(st.sc == 0, holds)
+            return z3.Or(z3.Not(st.has_summary()), holds)
         return holds
 
     return lemma
@@ -62,8 +78,9 @@ def houdini(
 ) -> Lemma | None:
     """The strongest conjunction of candidates that is inductive and excludes every
     finding, or ``None``."""
-    pool = [c for c in candidates(policy) if z3.is_true(z3.simplify(c(init_state(width))))]
-    st = fresh_state("h", width)
+    shape = shape_of(policy)
+    pool = [c for c in candidates(policy) if z3.is_true(z3.simplify(c(init_state(width, shape))))]
+    st = fresh_state("h", width, shape)
     x = z3.Int("x")
     step = encode_step(policy, st, x, "hd", profile)
     base = z3.And(basic(policy, st), step.input_ok, step.clean)

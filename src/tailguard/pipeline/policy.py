@@ -259,8 +259,9 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
             input="all" if r.choice(raw, "input", f"{path}.input", INPUTS) == "all" else "candidates",
             summary="message" if placement == "message" else "separate",
             clip=clip,
-            input_limit_unit=r.unit(raw, "input_limit_unit", f"{path}.input_limit_unit")
-            if "input_limit_unit" in raw else "tokens",
+            input_limit_unit="messages" if r.choice(
+                raw, "input_limit_unit", f"{path}.input_limit_unit", ("tokens", "messages"),
+            ) == "messages" else "tokens",
         )
         if clip and compact.input_limit == 0:
             raise r.fail(f"{path}.clip", "clipping needs an input_limit > 0 (it clips the oldest "

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from tailguard.pipeline.model import DEFAULT_PROFILE, Profile
-from tailguard.pipeline.policy import Compact, Policy, Truncate
+from tailguard.pipeline.policy import Compact, Policy, Spill, Truncate
 from tailguard.pipeline.solver import Budget, decide
 
 
@@ -28,13 +28,13 @@ def _knobs(policy: Policy) -> list[tuple[str, int | None, str, int, int, int]]:
     far = 4 * policy.turn_max + 1000
     # the largest occupancy any stage speaks of: a summarizer input limit above it sees everything
     scale = policy.base_tokens + policy.turn_max + max(
-        [s.limit if isinstance(s, Truncate) else s.trigger for s in policy.stages], default=0)
+        [s.limit if isinstance(s, Truncate) else s.trigger for s in policy.stages
+         if not isinstance(s, Spill)], default=0)
     out: list[tuple[str, int | None, str, int, int, int]] = []
     for i, s in enumerate(policy.stages):
         if isinstance(s, Truncate):
             out.append(("limit", i, f"stage.{i}.limit", s.limit, +1, 4 * s.limit + far))
-        else:
-            assert isinstance(s, Compact)
+        elif isinstance(s, Compact):
             out.append(("trigger", i, f"stage.{i}.trigger", s.trigger, -1, 0))
             out.append(("keep", i, f"stage.{i}.keep", s.keep, +1, 4 * s.keep + far))
             out.append(("keep", i, f"stage.{i}.keep", s.keep, -1, 0))

@@ -56,8 +56,9 @@ START_ON_HUMAN = Difference(
     "turns LangChain then drops too are holes the model does not report (with no spill that "
     "needs every earlier summary input to have been a hole already, so the session is unsafe "
     "anyway; with deepagents' spill a failed write after a good one can hide one)",
-    "the harness checks real shown <= model shown, and that the model reports a hole there or "
-    "did not see the earlier summary whole")
+    "the harness checks real shown <= model shown, and that the model reports a hole there, did "
+    "not see the earlier summary whole, or spilled every candidate (deepagents' offload: nothing "
+    "is lost either way)")
 SUMMARY_IN_TAIL = Difference(
     "summary_in_tail",
     "when the whole context (the earlier summary included) is within `keep`, LangChain's cutoff is "

@@ -134,9 +134,11 @@ EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.m
     "deepagents-defaults.toml": ("unsafe", {"floor"}),
     "deepagents-repaired.toml": ("safe", set()),
     "langmem-defaults.toml": ("unsafe", {"floor", "hole"}),
+    "langmem-repaired.toml": ("safe", set()),
     "openai-agents-defaults.toml": ("unsafe", {"floor"}),
     "openai-agents-limit.toml": ("safe", set()),
     "openhands-defaults.toml": ("unsafe", {"hole", "unenforceable"}),
+    "openhands-repaired.toml": ("safe", set()),
 }
 
 

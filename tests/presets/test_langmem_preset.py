@@ -14,7 +14,17 @@ from typing import Any
 
 import pytest
 
-from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, Compaction, ModelRun, Turn, holes, preset_policy, turns
+from tests.presets.harness import (
+    EXAMPLES,
+    REQUIRE,
+    SLOW_EXAMPLES,
+    Compaction,
+    ModelRun,
+    Turn,
+    holes,
+    preset_policy,
+    turns,
+)
 
 if not REQUIRE:
     pytest.importorskip("langmem", reason="install the frameworks extra (CI does)")

@@ -23,7 +23,17 @@ from typing import Any
 
 import pytest
 
-from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, Compaction, ModelRun, Turn, content, preset_policy, turns
+from tests.presets.harness import (
+    EXAMPLES,
+    REQUIRE,
+    SLOW_EXAMPLES,
+    Compaction,
+    ModelRun,
+    Turn,
+    content,
+    preset_policy,
+    turns,
+)
 
 if not REQUIRE:
     pytest.importorskip("agents", reason="install the frameworks extra (CI does)")

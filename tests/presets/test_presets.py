@@ -79,7 +79,7 @@ def test_errors_name_file_line_and_key(table: str, line: int, key: str, reason: 
 def test_a_bad_preset_file_is_exit_2_without_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(HEAD + '[framework]\nname = "langchain.SummarizationMiddleware"\ntrigger = 5\n')
-    code, out, err = cli(str(bad))
+    code, _out, err = cli(str(bad))
     assert code == 2 and "bad.toml:8: framework.trigger:" in err and "Traceback" not in err
     code, _, err = cli("--explain", str(bad))
     assert code == 2 and "bad.toml:8: framework.trigger:" in err
@@ -150,7 +150,7 @@ def test_the_example_set_is_the_documented_one() -> None:
 def test_examples_at_real_sizes(path: Path) -> None:
     """Each preset's shipped defaults at real sizes: the documented verdict, in < 10 s."""
     start = time.perf_counter()
-    code, out, err = cli("--format", "json", str(path))
+    _code, out, err = cli("--format", "json", str(path))
     seconds = time.perf_counter() - start
     entry = json.loads(out)["policies"][0]
     verdict, kinds = EXPECTED[path.name]

@@ -29,7 +29,7 @@ def list_frameworks(fmt: str, stdout: TextIO) -> int:
     from tailguard.pipeline.presets import PRESETS
     from tailguard.pipeline.presets._base import as_toml
 
-    rows = [{"name": p.name, "aliases": list(p.aliases), "summary": p.summary,
+    rows: list[dict[str, Any]] = [{"name": p.name, "aliases": list(p.aliases), "summary": p.summary,
              "validated_on": list(p.validated_on), "differential": p.differential, "doc": p.doc,
              "knobs": {k.name: as_toml(k.default) for k in p.knobs}} for p in PRESETS]
     if fmt == "json":

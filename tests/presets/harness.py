@@ -28,7 +28,7 @@ from tailguard.pipeline.presets import find
 REQUIRE = os.environ.get("TAILGUARD_REQUIRE_FRAMEWORKS") == "1"
 # Hypothesis examples per differential test: sized for CI (+3 min budget for all presets);
 # ``pytest -m slow tests/presets`` runs the long version (SLOW_EXAMPLES).
-EXAMPLES = 25
+EXAMPLES = 100
 SLOW_EXAMPLES = 400
 
 

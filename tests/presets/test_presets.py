@@ -157,3 +157,9 @@ def test_examples_at_real_sizes(path: Path) -> None:
     assert entry["verdict"] == verdict, (entry, err)
     assert {f["kind"] for f in entry["findings"]} == kinds
     assert seconds < 10, f"{path.name}: {seconds:.1f} s"
+
+
+def test_the_policy_schema_names_every_preset() -> None:
+    schema = json.loads((ROOT / "spec" / "policy.schema.json").read_text())
+    names = schema["properties"]["framework"]["properties"]["name"]["enum"]
+    assert names == [n for p in PRESETS for n in (p.name, *p.aliases)]

@@ -26,12 +26,12 @@ def _toml_value(value: Any) -> str:
 
 def list_frameworks(fmt: str, stdout: TextIO) -> int:
     """Every preset, its knobs' defaults and the versions it was validated on."""
-    from tailguard.pipeline.presets import PRESETS
+    from tailguard.pipeline.presets import PRESETS, find
     from tailguard.pipeline.presets._base import as_toml
 
     rows: list[dict[str, Any]] = [{"name": p.name, "aliases": list(p.aliases), "summary": p.summary,
              "validated_on": list(p.validated_on), "differential": p.differential, "doc": p.doc,
-             "knobs": {k.name: as_toml(k.default) for k in p.knobs}} for p in PRESETS]
+             "knobs": {k.name: k.default_text or as_toml(k.default) for k in p.knobs}} for p in PRESETS]
     if fmt == "json":
         stdout.write(json.dumps({"frameworks": rows}, indent=2) + "\n")
         return 0
@@ -40,7 +40,8 @@ def list_frameworks(fmt: str, stdout: TextIO) -> int:
         stdout.write(f"{row['name']}{also}\n  {row['summary']}\n")
         stdout.write(f"  validated on: {', '.join(row['validated_on'])}\n")
         stdout.write(f"  differential test: {row['differential']}\n")
-        knobs = ", ".join(f"{k} = {_toml_value(v)}" for k, v in row["knobs"].items())
+        texts = {k.name: k.default_text for k in find(row["name"]).knobs}  # type: ignore[union-attr]
+        knobs = ", ".join(f"{k} = {texts[k] or _toml_value(v)}" for k, v in row["knobs"].items())
         stdout.write(f"  knobs (defaults): {knobs}\n  docs: {row['doc']}\n")
     return 0
 

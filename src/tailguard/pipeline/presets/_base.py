@@ -36,6 +36,7 @@ class Knob:
     minimum: int = 1
     framework_knob: bool = True  # False: tailguard's own session fact (summary size)
     kinds: tuple[str, ...] = SIZE_KINDS  # for sizes: the kinds the framework accepts
+    default_text: str = ""  # how --list-frameworks shows a default that depends on other knobs
 
 
 @dataclass(frozen=True)

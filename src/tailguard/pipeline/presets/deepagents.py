@@ -21,9 +21,11 @@ from tailguard.pipeline.presets._base import Difference, Knob, Preset, Values
 
 TRIGGER = Knob("trigger", "size_or_off", None,
                "when to summarize; default: [\"fraction\", 0.85] with `window`, else "
-               "[\"tokens\", 170000] (compute_summarization_defaults)")
+               "[\"tokens\", 170000] (compute_summarization_defaults)",
+               default_text='["fraction", 0.85] with window, else ["tokens", 170000]')
 KEEP = Knob("keep", "size", None,
-            "what stays verbatim; default: [\"fraction\", 0.10] with `window`, else [\"messages\", 6]")
+            "what stays verbatim; default: [\"fraction\", 0.10] with `window`, else [\"messages\", 6]",
+            default_text='["fraction", 0.10] with window, else ["messages", 6]')
 TRIM = Knob("trim_tokens_to_summarize", "count_or_off", None,
             "the summarizer sees only the newest this-many tokens of the candidates; default false "
             "(None: create_summarization_middleware's default; the class's own is 4000)")

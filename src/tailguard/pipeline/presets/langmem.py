@@ -22,9 +22,10 @@ from tailguard.pipeline.policy import PolicyError
 from tailguard.pipeline.presets._base import Difference, Knob, Preset, Values
 
 MAX_TOKENS = Knob("max_tokens", "count", None, "required: the token budget of the output "
-                  "(also the trim budget of what is summarized)")
+                  "(also the trim budget of what is summarized)", default_text="required")
 BEFORE = Knob("max_tokens_before_summary", "count_or_off", None,
-              "tokens of not-yet-summarized messages that trigger a summary; default max_tokens")
+              "tokens of not-yet-summarized messages that trigger a summary; default max_tokens",
+              default_text="max_tokens")
 SUMMARY = Knob("max_summary_tokens", "count", 256, "the budget reserved for the summary")
 KNOBS = (MAX_TOKENS, BEFORE, SUMMARY)
 

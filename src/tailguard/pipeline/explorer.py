@@ -25,6 +25,7 @@ from tailguard.pipeline.model import (
     Finding,
     Profile,
     State,
+    inert,
     spill_modes,
     step,
     with_static,
@@ -55,7 +56,18 @@ def _key(policy: Policy, state: State) -> Key:
     removed = len(state.pinned) + len(state.verbatim) < len(state.sizes)
     sizes = tuple((state.sizes[i], state.messages[i]) for i in state.verbatim)
     return (len(state.pinned), pinned, pinned_messages, state.summary_tokens if state.summary else -1,
-            removed, bool(state.unspilled_coverage()), sizes)
+            removed, bool(state.unspilled), sizes)
+
+
+Path = tuple["Path", Row] | None  # the appends to a state, newest last, as a linked list
+
+
+def _unwind(path: Path) -> tuple[Row, ...]:
+    out: list[Row] = []
+    while path is not None:
+        path, row = path
+        out.append(row)
+    return tuple(reversed(out))
 
 
 def _rows(policy: Policy) -> list[Row]:
@@ -70,11 +82,11 @@ def explore(
 ) -> Exploration:
     """Search every session breadth-first under ``profile``; ``unknown`` when ``max_states``
     runs out."""
-    if not policy.stages:
-        return Exploration("safe", (), (), 1)
+    if inert(policy):
+        return Exploration("safe", (), (), 1, notes=with_static(policy, "safe", ())[1])
     start = State()
     seen: set[Key] = {_key(policy, start)}
-    queue: deque[tuple[State, tuple[Row, ...]]] = deque([(start, ())])
+    queue: deque[tuple[State, Path]] = deque([(start, None)])
     rows = _rows(policy)
     while queue:
         state, trace = queue.popleft()
@@ -83,7 +95,7 @@ def explore(
             found = step(policy, nxt, row[0], profile=profile, messages=row[1], spill_fails=row[2])
             if found:
                 findings, notes = with_static(policy, "unsafe", tuple(found))
-                full = (*trace, row)
+                full = _unwind((trace, row))
                 plain = all(r[1] == policy.messages_per_turn[0] for r in full)
                 return Exploration("unsafe", findings, tuple(r[0] for r in full), len(seen),
                                    notes=notes, messages=() if plain else tuple(r[1] for r in full),
@@ -97,5 +109,5 @@ def explore(
                 return Exploration("unknown", (), (), len(seen), f"state budget {max_states} exhausted",
                                    with_static(policy, "unknown", ())[1])
             seen.add(key)
-            queue.append((nxt, (*trace, row)))
+            queue.append((nxt, (trace, row)))
     return Exploration("safe", (), (), len(seen), notes=with_static(policy, "safe", ())[1])

@@ -14,6 +14,7 @@ from typing import Any
 import z3
 
 from tailguard.pipeline.encode import (
+    PLAIN,
     AState,
     basic,
     encode_step,
@@ -23,7 +24,7 @@ from tailguard.pipeline.encode import (
     shape_of,
 )
 from tailguard.pipeline.model import DEFAULT_PROFILE, Profile
-from tailguard.pipeline.policy import Compact, Policy, Truncate
+from tailguard.pipeline.policy import Compact, Policy, Spill, Truncate
 
 Lemma = Callable[[AState], Any]
 
@@ -56,7 +57,49 @@ def candidates(policy: Policy) -> list[Lemma]:
         for value in sorted(values):
             for guard in ("always", "no summary", "summary"):
                 out.append(_bound(policy, unit, value, guard))
+    if shape_of(policy) != PLAIN or any(isinstance(s, Spill) for s in policy.stages):
+        out += _verbatim_bounds(policy)  # spec 1.1 policies only: 1.0's candidates stay as they were
     return out
+
+
+def _verbatim_bounds(policy: Policy) -> list[Lemma]:
+    """Bounds on the verbatim (unpinned) turns alone, from each compact stage's tail: the
+    tokens ``S``, the turns ``L`` and (when tracked) the messages ``M`` a tail can hold,
+    each with the newest turn's worth added (the state between an append and the stages)."""
+    mlo, mhi = policy.messages_per_turn
+    values: dict[str, set[int]] = {"S": set(), "L": set(), "M": set()}
+    for s in policy.stages:
+        if not isinstance(s, Compact):
+            continue
+        turns = s.keep if s.keep_unit == "turns" else \
+            s.keep // (policy.turn_min if s.keep_unit == "tokens" else mlo)
+        values["L"] |= {turns, turns + 1}
+        tokens = s.keep if s.keep_unit == "tokens" else turns * policy.turn_max
+        values["S"] |= {tokens, tokens + policy.turn_max}
+        msgs = s.keep if s.keep_unit == "messages" else turns * mhi
+        values["M"] |= {msgs, msgs + mhi}
+    out: list[Lemma] = []
+    for name, vals in values.items():
+        if name == "M" and not shape_of(policy).messages:
+            continue
+        for value in sorted(vals):
+            out.append(_component(name, value))
+    # once a summary exists, a tail of some turns stays (what a compaction of the earlier
+    # summary alone, ``summary = "message"``, reads: its floor is the tail's)
+    for value in range(1, max(values["L"], default=0) + 1):
+        out.append(_component("L", value, at_least=True))
+    return out
+
+
+def _component(name: str, value: int, at_least: bool = False) -> Lemma:
+    """``name <= value``, or (``at_least``) ``name >= value`` once a summary exists."""
+
+    def lemma(st: AState) -> Any:
+        if at_least:
+            return z3.Or(z3.Not(st.has_summary()), getattr(st, name) >= value)
+        return getattr(st, name) <= value
+
+    return lemma
 
 
 def _bound(policy: Policy, unit: str, value: int, guard: str) -> Lemma:

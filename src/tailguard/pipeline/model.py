@@ -95,8 +95,9 @@ class State:
     body: int = 0  # tokens of the pinned and verbatim turns, kept up to date by ``step``
     messages: list[int] = field(default_factory=list)  # messages of every appended turn
     mbody: int = 0  # messages of the pinned and verbatim turns
-    covered: set[int] = field(default_factory=set)  # turns the summary in context covers
-    spilled: set[int] = field(default_factory=set)  # turns written to durable storage
+    # turns only the summary in context holds (covered, never spilled), as maximal
+    # ranges [lo, hi) of turn indices, oldest first: shared between copies, never mutated
+    unspilled: tuple[tuple[int, int], ...] = ()
     halted: bool = False  # a failed ``halt`` spill ended the session
 
     def occupancy(self, policy: Policy, unit: str) -> int:
@@ -117,14 +118,23 @@ class State:
 
     def unspilled_coverage(self) -> list[int]:
         """Turns only the summary in context holds: covered, never spilled."""
-        return sorted(self.covered - self.spilled)
+        return [j for lo, hi in self.unspilled for j in range(lo, hi)]
+
+    def hold(self, lo: int, hi: int) -> None:
+        """The summary now also holds turns ``[lo, hi)`` (newer than any it holds)."""
+        if lo >= hi:
+            return
+        if self.unspilled and self.unspilled[-1][1] == lo:
+            self.unspilled = (*self.unspilled[:-1], (self.unspilled[-1][0], hi))
+        else:
+            self.unspilled = (*self.unspilled, (lo, hi))
 
     def copy(self) -> State:
         """An independent copy (the explorer branches on every size)."""
         return State(
             list(self.sizes), list(self.verbatim), list(self.pinned), self.summary,
-            self.summary_tokens, self.body, list(self.messages), self.mbody, set(self.covered),
-            set(self.spilled), self.halted,
+            self.summary_tokens, self.body, list(self.messages), self.mbody, self.unspilled,
+            self.halted,
         )
 
 
@@ -207,6 +217,12 @@ def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
                                f"limit {cap[0]}"))
         caps = {}
     return tuple(out)
+
+
+def inert(policy: Policy) -> bool:
+    """Nothing can ever be lost: no window, no truncate or compact stage (a spill stage
+    alone writes nothing)."""
+    return not policy.window and not any(isinstance(s, Truncate | Compact) for s in policy.stages)
 
 
 def idle_spills(policy: Policy) -> tuple[Finding, ...]:
@@ -352,9 +368,8 @@ def _compact(
         if earlier:
             own = 1 if unit == "messages" else state.summary_tokens
             summary_seen = fit == len(candidates) and sum(cand_sizes) + own <= stage.input_limit
-    if spilled and candidates:
-        state.spilled |= set(candidates)
-    unseen = [j for j in candidates[: len(candidates) - len(seen)] if j not in state.spilled]
+    # candidates are in the context, so none was spilled before: this write is their only one
+    unseen = [] if spilled else candidates[: len(candidates) - len(seen)]
     if unseen:
         found.append(Finding("hole", i, number, tuple(unseen), UNSEEN))
     inherited = not earlier or summary_seen
@@ -362,7 +377,9 @@ def _compact(
         lost = state.unspilled_coverage()
         if lost:
             found.append(Finding("hole", i, number, tuple(lost), SUMMARY_DROPPED))
-    state.covered = (state.covered if inherited else set()) | set(seen)
+        state.unspilled = ()
+    if seen and not spilled:
+        state.hold(seen[0], seen[-1] + 1)
     state.verbatim = state.verbatim[len(candidates) :]
     state.body -= sum(state.sizes[j] for j in candidates)
     state.mbody -= sum(state.messages[j] for j in candidates)

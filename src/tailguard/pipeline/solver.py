@@ -34,6 +34,7 @@ from tailguard.pipeline.model import (
     Profile,
     Session,
     canonical_session,
+    inert,
     replay,
     spill_modes,
     with_static,
@@ -298,8 +299,9 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
                             method=f"bmc depth {len(got.sizes)}")
         return None
 
-    if not policy.stages:
-        return done("safe", (), method="no stages: nothing is ever lost")
+    if inert(policy):
+        return done("safe", (), method="no window and no truncate or compact stage: nothing is "
+                                       "ever lost")
     width = need if need <= budget.max_window else 1
     exact = need <= budget.max_window
 

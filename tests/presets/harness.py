@@ -148,17 +148,24 @@ class ModelRun:
         ), kinds
 
 
-    def resync(self, kept: Sequence[int], covered: set[int]) -> None:
+    def resync(self, kept: Sequence[int], covered: set[int], spilled: set[int] | None = None) -> None:
         """Continue from the real code's state after a declared difference that kept more
         turns verbatim than the model (``tail_rounds_up``): those turns go back into the
-        model's context and its summary covers what the real one does, so the next
+        model's context and its summary holds what the real one holds unspilled, so the next
         compaction is compared from the same state."""
         back = sorted(set(kept) - set(self.state.verbatim))
         for j in back:
             self.state.body += self.state.sizes[j]
             self.state.mbody += self.state.messages[j]
         self.state.verbatim = sorted({*self.state.verbatim, *back})
-        self.state.covered = set(covered)
+        only = sorted(covered - (spilled or set()))
+        ranges: list[tuple[int, int]] = []
+        for j in only:  # maximal [lo, hi) runs, as State.unspilled holds them
+            if ranges and ranges[-1][1] == j:
+                ranges[-1] = (ranges[-1][0], j + 1)
+            else:
+                ranges.append((j, j + 1))
+        self.state.unspilled = tuple(ranges)
 
 
 def covers(previous: set[int], real: Compaction) -> set[int]:

@@ -87,7 +87,8 @@ def run(session: list[Turn], k: dict[str, Any]) -> int:
         sim = ModelRun(policy)
         messages: list[BaseMessage] = []
         state: dict[str, Any] = {"messages": messages}
-        covered: set[int] = set()
+        covered: set[int] = set()  # what the real summary covers
+        offloaded_turns: set[int] = set()  # what the real offload holds
         for index, turn in enumerate(session):
             messages = [*messages, *turn_messages(index, turn)]
             state["messages"] = messages
@@ -119,9 +120,10 @@ def run(session: list[Turn], k: dict[str, Any]) -> int:
             if real is not None:
                 compared += 1
                 covered = covers(covered, real)
+            if real is not None:
+                offloaded_turns |= set(real.spilled)
             if outcome == "diverged" and real is not None:  # tail_rounds_up, as declared
-                sim.resync(real.kept, covered)
-                sim.state.spilled |= set(real.spilled)
+                sim.resync(real.kept, covered, offloaded_turns)
             elif outcome == "skipped":
                 sim.undo(turn)
     return compared

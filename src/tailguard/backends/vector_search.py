@@ -29,6 +29,7 @@ from tailguard.backends.python_render import (
     _var,
     render_python,
 )
+from tailguard.backends import vector_inputs
 from tailguard.speclang import ast
 from tailguard.speclang.deps import input_symbols as depends
 from tailguard.speclang.deps import needed_defines
@@ -559,6 +560,7 @@ def build(spec: Spec, root: Path) -> dict[str, Any]:
         "combinations": combos,
         "malformed": b.malformed(),
         "random": b.random_corpus(),
+        **{group: make() for group, make in vector_inputs.builders(spec, b.checker).items()},
         "_impossible": b.impossible_combinations(combos),
     }
     out["_impossible_malformed"] = b.impossible_malformed

@@ -86,3 +86,67 @@ def test_console_script_passes_arguments_after_double_dash() -> None:
     proc = subprocess.run([PY, "-m", "tailguard", "conform", "--profile", "seed", "--random", "5", "--",
                            PY, "-m", "tailguard.conform.adapter"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---- the bug classes of the input vectors (issue 16.7): each broken reader fails conform
+@pytest.mark.parametrize(("variant", "must_fail"), [
+    ("int32", "integers/2^31/"),  # wraps at 2^31: the healthy case at n = 2^31 reads as n < 0
+    ("int64", "integers/2^64/"),  # wraps at 2^64: a tail 2^64 past the end reads as the base case
+    ("double", "integers/2^53+1/"),  # rounds instead of declining beyond 2^53-1
+    ("lenient-json", "unusable/history_end/00"),  # reads 60.0 as 60 and decides
+])
+def test_a_broken_integer_or_json_reader_does_not_conform(variant: str, must_fail: str) -> None:
+    code, out, _ = run_cli("conform", "--random", "0", "--mode", "decision", "--format", "json", "--",
+                           PY, VARIANTS, variant)
+    assert code == 1, out[-2000:]
+    ids = [m["id"] for m in json.loads(out)["mismatches"]]
+    assert any(i.startswith(must_fail) for i in ids), ids[:20]
+
+
+def test_the_int32_reader_fails_exactly_where_32_bits_are_not_enough() -> None:
+    """The healthy case at n = 2^31 - 1 fits in 32 bits and passes; at n = 2^31 it does not."""
+    def run(prefix: str) -> int:
+        return run_cli("conform", "--random", "0", "--mode", "decision", "--only", prefix, "--",
+                       PY, VARIANTS, "int32")[0]
+
+    assert run("integers/2^31-1/healthy") == 0
+    assert run("integers/2^31/healthy") == 1
+
+
+def test_compare_error_answers() -> None:
+    from tailguard.conform.harness import compare
+
+    unusable = {"unusable": ["history_end", "request"]}
+    assert compare("everything", unusable, {"error": "history_end: expected an integer, got float 60.0"})
+    assert compare("everything", unusable, {"error": "request: line 1, column 3: NaN is not JSON"})
+    assert not compare("everything", unusable, {"error": "tail_start: expected an integer"})
+    assert not compare("everything", unusable, {"error": "history_endx: expected an integer"})
+    assert compare("decision", unusable, {"error": "tail_start: expected an integer"})
+    assert not compare("decision", unusable, {"decision": "refuse", "failed": ["well_formed"], "holes": []})
+    decided = {"decision": "allow", "failed": [], "holes": []}
+    assert not compare("decision", decided, {"error": "history_end: beyond this checker's limit"})
+
+
+def test_an_implementation_that_declines_everything_does_not_conform(tmp_path: Path) -> None:
+    impl = tmp_path / "decline.py"
+    impl.write_text("import sys, json\nfor line in sys.stdin:\n"
+                    "    print(json.dumps({'error': 'history_end: too big for me'}), flush=True)\n")
+    code, out, _ = run_cli("conform", "--random", "0", "--", PY, str(impl))
+    assert code == 1
+    assert "declined" in out  # only the declinable vectors (beyond 2^53-1) may be declined
+    assert "DOES NOT CONFORM" in out.splitlines()[-1]
+
+
+def test_the_reference_adapter_answers_unusable_requests_with_errors() -> None:
+    from tailguard.conform.adapter import answer
+
+    base = '"tail_start": 0, "summary_input": [0, 0], "summary_covers": [0, 0], "recovery_floor_span": 0, ' \
+           '"floor_unit": "turns", "truncator_unit": "turns", "prior_truncations": [], "prior_coverage": [], ' \
+           '"spills": []'
+    assert json.loads(answer('{"case": {"history_end": 0, ' + base + '}}'))["decision"] == "allow"
+    assert json.loads(answer('{"case": {"history_end": 0.0, ' + base + '}}')) == {
+        "error": "history_end: expected an integer, got float 0.0"}
+    assert json.loads(answer('{"case": {"history_end": 0, "history_end": 0, ' + base + '}}'))["error"] \
+        .startswith("history_end: key repeated")
+    assert json.loads(answer('{"case": {"history_end": NaN, ' + base + '}}'))["error"].startswith("request: ")
+    assert json.loads(answer('{"case": {"history_end": 9223372036854775808, ' + base + '}}'))["decision"] == "allow"

@@ -41,7 +41,8 @@ MAGNITUDES: tuple[tuple[str, int], ...] = (
     ("2^63-1", 2**63 - 1), ("2^63", 2**63), ("2^64", 2**64),
     ("10^999", 10**999),  # 1,000 digits: the largest length every reader accepts
 )
-#: A case every profile allows, with one element in each list (so that list items can be broken).
+#: A case every profile of spec 1.1 allows (tests/test_vectors.py checks it), with one element in
+#: each list (so that list items can be broken): a reader that misreads 60.0 as 60 answers allow.
 BASE: dict[str, Any] = {
     "history_end": 60, "tail_start": 48, "summary_input": [8, 60], "summary_covers": [8, 48],
     "recovery_floor_span": 12, "floor_unit": "turns", "truncator_unit": "turns",
@@ -125,8 +126,7 @@ class InputVectors:
         if [i.field for i in spec.inputs] != list(BASE):
             raise ValueError(f"vector_inputs.BASE has fields {list(BASE)}, the spec {[i.field for i in spec.inputs]}")
         for p in self.profiles:
-            if checker.check_case(BASE, p).failed:
-                raise ValueError(f"vector_inputs.BASE must be allowed by every profile; {p} refuses it")
+            checker.check_case(BASE, p)  # readable (a CaseError here is a bug in BASE); allowed under spec 1.1
 
     def _answers(self, text: str) -> dict[str, dict[str, Any]]:
         return {p: read_answer(self.checker, p, text) for p in self.profiles}

@@ -4,11 +4,17 @@ boundary fails with a report naming it; crashes, hangs and garbage exit 2."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tailguard.conform.vectors import load_vectors
 
 from tests.cli_helpers import run_cli
 
@@ -150,3 +156,22 @@ def test_the_reference_adapter_answers_unusable_requests_with_errors() -> None:
         .startswith("history_end: key repeated")
     assert json.loads(answer('{"case": {"history_end": NaN, ' + base + '}}'))["error"].startswith("request: ")
     assert json.loads(answer('{"case": {"history_end": 9223372036854775808, ' + base + '}}'))["decision"] == "allow"
+
+
+@settings(max_examples=int(os.environ.get("TAILGUARD_FUZZ_EXAMPLES", "60")), deadline=None, database=None)
+@given(st.one_of(
+    st.text(max_size=300),
+    st.sampled_from([v.text for v in load_vectors(ROOT / "spec" / "vectors").vectors[::7]]).flatmap(
+        lambda text: st.tuples(st.integers(0, len(text)), st.integers(0, 8),
+                               st.sampled_from(['"', "[", "]", "{", "}", ",", "0.0", "NaN", "9" * 1100, "-", "e5",
+                                                '"history_end": 1', "true", "\\u0000", "[" * 80]))
+        .map(lambda e: '{"profile": "strict", "case": ' + text[:e[0]] + e[2] + text[e[0] + e[1]:] + "}")),
+))
+def test_the_reference_adapter_answers_any_line_with_a_decision_or_an_error(line: str) -> None:
+    """Fuzz (issue 16.8) the conformance adapter's reader: no exception, one answer, errors name where."""
+    from tailguard.conform.adapter import answer
+
+    out = json.loads(answer(line))
+    assert set(out) in ({"decision", "failed", "holes"}, {"error"}), out
+    if "error" in out:
+        assert re.match(r"[A-Za-z_][A-Za-z0-9_]*(\[\d+\])*: \S", out["error"]), out

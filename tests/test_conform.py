@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tailguard.conform.vectors import load_vectors
-
 from tests.cli_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]

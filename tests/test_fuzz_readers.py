@@ -169,7 +169,7 @@ def test_policy_reader(raw: bytes) -> None:
             except PolicyError as exc:
                 assert exc.file == path and exc.line == 1 and exc.reason.startswith("not UTF-8")
                 return
-        raise AssertionError("a policy that is not UTF-8 was read")
+        raise AssertionError("a policy that is not UTF-8 was read") from None
     try:
         parse_policy(text, "p.toml")
     except PolicyError as exc:

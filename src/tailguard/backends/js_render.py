@@ -174,8 +174,8 @@ export class JsonFloat {
   }
 }
 
-export const MAX_INT_DIGITS = %(digits)d;  // digits of one integer (sign not counted)
-export const MAX_DEPTH = %(depth)d;  // arrays and objects nested in one JSON text
+export const MAX_INT_DIGITS = @MAX_INT_DIGITS@;  // digits of one integer (sign not counted)
+export const MAX_DEPTH = @MAX_DEPTH@;  // arrays and objects nested in one JSON text
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 const STRING = /"(?:[^"\\\\\\u0000-\\u001f]|\\\\(?:["\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
@@ -286,7 +286,7 @@ export function readJSON(text, what = "json") {
   if (i < text.length) fail("text after the JSON value");
   return result;
 }
-""" % {"digits": MAX_INT_DIGITS, "depth": MAX_DEPTH}
+""".replace("@MAX_INT_DIGITS@", str(MAX_INT_DIGITS)).replace("@MAX_DEPTH@", str(MAX_DEPTH))
 
 
 def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:

@@ -55,7 +55,8 @@ def _mutations(kind: str, v: Any) -> list[tuple[str, str | None]]:
     """(what, raw JSON text of the broken value, or None for a missing field) for a field of ``kind``."""
     if kind == "int":
         return [("a float of the same value", f"{v}.0"), ("an exponent form of the same value", f"{v}e0"),
-                ("a string", f'"{v}"'), ("a boolean", "true"), ("null", "null"), ("an extra level of nesting", f"[{v}]"),
+                ("a string", f'"{v}"'), ("a boolean", "true"), ("null", "null"),
+                ("an extra level of nesting", f"[{v}]"),
                 ("an object", f'{{"value": {v}}}'), ("a missing field", _MISSING),
                 (f"an integer of {jsonstrict.MAX_INT_DIGITS + 1:,} digits (over the limit)",
                  "1" + "0" * jsonstrict.MAX_INT_DIGITS),
@@ -179,7 +180,7 @@ class InputVectors:
                 text = case_text(_fields(case))
                 answers = self._answers(text)
                 if any("error" in a for a in answers.values()):
-                    raise ValueError(f"integers/{label}/{shape}: a wide integer within the limits is unusable: {answers}")
+                    raise ValueError(f"integers/{label}/{shape}: an integer within the limits is unusable: {answers}")
                 wide = max(_magnitudes(case), default=0) > SAFE or max(_magnitudes(answers), default=0) > SAFE
                 v: Vector = {"id": f"integers/{label}/{shape}",
                              "exercises": {"kind": "integers", "magnitude": label, "shape": shape, "what": what},

@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from tailguard.backends import vector_inputs
 from tailguard.backends.python_render import (
     PythonCompiler,
     _primitives_source,
     _var,
     render_python,
 )
-from tailguard.backends import vector_inputs
 from tailguard.speclang import ast
 from tailguard.speclang.deps import input_symbols as depends
 from tailguard.speclang.deps import needed_defines

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             "declined": outcome.declined,
             "mode": args.mode, "spec_version": vset.spec_version, "vectors_sha256": vset.sha256,
             "mismatches": [{"id": m.check.id, "profile": m.check.profile, "exercises": m.check.what,
-                            "case": m.check.case, "case_text": m.check.case_text, "expected": m.check.expected, "actual": m.actual}
+                            "case": m.check.case,
+                            "case_text": m.check.case_text, "expected": m.check.expected, "actual": m.actual}
                            for m in outcome.mismatches],
             "failure": None if outcome.failure is None else {"kind": outcome.failure.kind,
                                                               "detail": outcome.failure.detail},

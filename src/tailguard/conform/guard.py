@@ -11,9 +11,9 @@ as lists of tuples); ``<interval field>_start`` / ``_end`` get its ``lo`` / ``hi
 parameter that is none of these makes the guard unverifiable (exit 2). The spec still decides
 on the whole case, so a guard that ignores a field it needs shows up as a disagreement.
 
-Phases: (1) every conformance vector with a decision (the unusable-input vectors are JSON text,
-which a function taking values never reads: ``tailguard conform`` checks those); (2) Hypothesis differential testing against the naive
-reference, shrunk to a smallest case; (3) ``crosshair diffbehavior`` between the guard and
+Phases: (1) every conformance vector with a decision (the unusable-input vectors are JSON
+text, which a function taking values never reads: ``tailguard conform`` checks those);
+(2) Hypothesis differential testing against the naive reference, shrunk to a smallest case; (3) ``crosshair diffbehavior`` between the guard and
 the spec, when the guard takes every case field (otherwise the two functions cannot share a
 signature and the phase is reported as skipped). Hypothesis and CrossHair load only here.
 """

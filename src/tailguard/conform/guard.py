@@ -15,7 +15,8 @@ Phases: (1) every conformance vector with a decision (the unusable-input vectors
 text, which a function taking values never reads: ``tailguard conform`` checks those);
 (2) Hypothesis differential testing against the naive reference, shrunk to a smallest case;
 (3) ``crosshair diffbehavior`` between the guard and the spec, when the guard takes every
-case field (otherwise the two functions cannot share a signature and the phase is reported as skipped). Hypothesis and CrossHair load only here.
+case field (otherwise the two functions cannot share a signature and the phase is reported as
+skipped). Hypothesis and CrossHair load only here.
 """
 
 from __future__ import annotations

@@ -24,61 +24,102 @@ function decision(failed, holes) {
   return { decision: failed.length === 0 ? "allow" : "refuse", failed, holes };
 }
 
-// Interval-set primitives (the same as tailguard/intervals.py). A set is an array of
-// half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.
-function interval(lo, hi) {
-  return lo < hi ? [[lo, hi]] : [];
-}
-
-function normalize(pairs) {
-  const sorted = pairs.filter((p) => p[0] < p[1]).map((p) => [p[0], p[1]])
-    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+// Interval algorithms (backends/scan_ir.py, proved in T18 on their Python rendering). A set is an
+// array of half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.
+// The union of ``items`` as a normal list, in one pass that holds the current run in ``run_lo``/``run_hi``; None when some non-empty pair starts before the current run (the pairs are not sorted: sort them and run again).
+function _merge_run(items) {
   const out = [];
-  for (const [lo, hi] of sorted) {
-    const last = out[out.length - 1];
-    if (last !== undefined && lo <= last[1]) {
-      if (hi > last[1]) last[1] = hi;
-    } else {
-      out.push([lo, hi]);
+  let ordered = true;
+  let started = false;
+  let run_lo = 0;
+  let run_hi = 0;
+  for (const [lo, hi] of items) {
+    if (lo < hi) {
+      if (!(started)) {
+        started = true;
+        run_lo = lo;
+        run_hi = hi;
+      } else if (lo < run_lo) {
+        ordered = false;
+        break;
+      } else if (lo <= run_hi) {
+        if (hi > run_hi) {
+          run_hi = hi;
+        }
+      } else {
+        out.push([run_lo, run_hi]);
+        run_lo = lo;
+        run_hi = hi;
+      }
     }
   }
-  return out;
-}
-
-function union(a, b) {
-  return normalize(a.concat(b));
-}
-
-function intersect(a, b) {
-  const out = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    const lo = Math.max(a[i][0], b[j][0]);
-    const hi = Math.min(a[i][1], b[j][1]);
-    if (lo < hi) out.push([lo, hi]);
-    if (a[i][1] < b[j][1]) i += 1; else j += 1;
+  if (ordered && started) {
+    out.push([run_lo, run_hi]);
   }
-  return out;
+  return ordered ? out : null;
 }
 
-function difference(a, b) {
+// ``[start, stop)`` minus the normal list ``items``, as a normal list, in one pass that stops at the first pair starting at or after ``stop``.
+function _gaps(start, stop, items) {
   const out = [];
-  let j = 0;
-  for (const [lo, hi] of a) {
-    while (j < b.length && b[j][1] <= lo) j += 1;
-    let cur = lo;
-    for (let k = j; k < b.length && b[k][0] < hi; k += 1) {
-      if (b[k][0] > cur) out.push([cur, b[k][0]]);
-      cur = Math.max(cur, b[k][1]);
+  let cur = start;
+  for (const [lo, hi] of items) {
+    if (lo >= stop) {
+      break;
     }
-    if (cur < hi) out.push([cur, hi]);
+    if (lo > cur) {
+      out.push([cur, lo]);
+    }
+    if (hi > cur) {
+      cur = hi;
+    }
+  }
+  if (cur < stop) {
+    out.push([cur, stop]);
   }
   return out;
 }
 
-function isSubset(a, b) {
-  return difference(a, b).length === 0;
+function _byStart(x, y) {
+  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+}
+
+// The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
+function _merged(items) {
+  let out = _merge_run(items);
+  if (out === null) {
+    out = _merge_run(items.slice().sort(_byStart));
+    if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  }
+  return out;
+}
+
+// The union of several lists joined (each usually sorted): one sort and one pass.
+function _merged_runs(items) {
+  const out = _merge_run(items.sort(_byStart));
+  if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  return out;
+}
+
+// Whether [start, stop) shares an offset with the normal list items: only the last pair that
+// starts before stop can; it is found by binary search (the bisect_left of the Python checker).
+function _meets(start, stop, items) {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid][0] < stop) lo = mid + 1; else hi = mid;
+  }
+  const j = lo - 1;
+  return start < stop && j >= 0 && items[j][1] > start;
+}
+
+// Every pair [lo, hi] of items has low <= lo <= hi <= high.
+function _bounded(items, low, high) {
+  for (const [lo, hi] of items) {
+    if (!(low <= lo && lo <= hi && hi <= high)) return false;
+  }
+  return true;
 }
 
 // Strict JSON reading (SPEC.md sections 3.1 and 3.4). JSON.parse cannot serve: it reads 60.0 and
@@ -229,14 +270,14 @@ function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_T
 
 // Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail.
 function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
-  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && [v_I, v_C, ...v_TR, ...v_PC, ...v_SP].every((v_r) => (0 <= v_r[0] && v_r[0] <= v_r[1] && v_r[1] <= v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && _bounded(v_TR, 0, v_n) && _bounded(v_PC, 0, v_n) && _bounded(v_SP, 0, v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
   const v_T = [v_t, v_n];  // T = [t, n)
-  const v_Phi = [Math.max(0, (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
-  const v_TRU = normalize(v_TR);  // TRU = union(TR)
-  const v_covered = union(union(union(normalize(v_PC), normalize(v_SP)), difference(intersect(interval(...v_C), interval(...v_I)), v_TRU)), difference(interval(...v_T), v_TRU));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const v_Phi = [(0 >= (v_n - v_F) ? 0 : (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_TRU = _merged(v_TR);  // TRU = union(TR)
+  const v_covered = _merged_runs(v_PC.concat(v_SP, _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T[0], v_T[1], v_TRU)));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
   const failed = [];
   let holes = [];
   // units_agree: floor_unit == truncator_unit
@@ -244,15 +285,15 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
     failed.push("units_agree");
   }
   // floor_in_input: Phi subset I
-  if (!isSubset(interval(...v_Phi), interval(...v_I))) {
+  if (!(v_Phi[0] >= v_Phi[1] || (v_I[0] <= v_Phi[0] && v_Phi[1] <= v_I[1]))) {
     failed.push("floor_in_input");
   }
   // floor_in_tail: Phi subset T
-  if (!isSubset(interval(...v_Phi), interval(...v_T))) {
+  if (!(v_Phi[0] >= v_Phi[1] || (v_T[0] <= v_Phi[0] && v_Phi[1] <= v_T[1]))) {
     failed.push("floor_in_tail");
   }
   // tail_intact: all(r in TR: empty(r & T))
-  if (!v_TR.every((v_r) => (intersect(interval(...v_r), interval(...v_T)).length === 0))) {
+  if (!(!_meets(v_T[0], v_T[1], v_TRU))) {
     failed.push("tail_intact");
   }
   // seam_contiguous: t == 0 or d >= t
@@ -260,27 +301,28 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
     failed.push("seam_contiguous");
   }
   // summary_honest: C subset I \ TRU
-  if (!isSubset(interval(...v_C), difference(interval(...v_I), v_TRU))) {
+  if (!(v_C[0] >= v_C[1] || (v_I[0] <= v_C[0] && v_C[1] <= v_I[1] && !_meets(v_C[0], v_C[1], v_TRU)))) {
     failed.push("summary_honest");
   }
   // no_hole: [0, n) subset covered
-  if (!isSubset(interval(...[0, v_n]), v_covered)) {
+  const h_no_hole = _gaps(0, v_n, v_covered);  // holes: [0, n) \ covered
+  if (h_no_hole.length !== 0) {
     failed.push("no_hole");
-    holes = difference(interval(...[0, v_n]), v_covered);
+    holes = h_no_hole;
   }
   return decision(failed, holes);
 }
 
 // Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input.
 function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
-  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && [v_I, v_C, ...v_TR, ...v_PC, ...v_SP].every((v_r) => (0 <= v_r[0] && v_r[0] <= v_r[1] && v_r[1] <= v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && _bounded(v_TR, 0, v_n) && _bounded(v_PC, 0, v_n) && _bounded(v_SP, 0, v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
   const v_T = [v_t, v_n];  // T = [t, n)
-  const v_Phi = [Math.max(0, (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
-  const v_TRU = normalize(v_TR);  // TRU = union(TR)
-  const v_covered = union(union(union(normalize(v_PC), normalize(v_SP)), difference(intersect(interval(...v_C), interval(...v_I)), v_TRU)), difference(interval(...v_T), v_TRU));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const v_Phi = [(0 >= (v_n - v_F) ? 0 : (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_TRU = _merged(v_TR);  // TRU = union(TR)
+  const v_covered = _merged_runs(v_PC.concat(v_SP, _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T[0], v_T[1], v_TRU)));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
   const failed = [];
   let holes = [];
   // units_agree: floor_unit == truncator_unit
@@ -288,11 +330,11 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
     failed.push("units_agree");
   }
   // floor_in_tail: Phi subset T
-  if (!isSubset(interval(...v_Phi), interval(...v_T))) {
+  if (!(v_Phi[0] >= v_Phi[1] || (v_T[0] <= v_Phi[0] && v_Phi[1] <= v_T[1]))) {
     failed.push("floor_in_tail");
   }
   // tail_intact: all(r in TR: empty(r & T))
-  if (!v_TR.every((v_r) => (intersect(interval(...v_r), interval(...v_T)).length === 0))) {
+  if (!(!_meets(v_T[0], v_T[1], v_TRU))) {
     failed.push("tail_intact");
   }
   // seam_contiguous: t == 0 or d >= t
@@ -300,13 +342,14 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
     failed.push("seam_contiguous");
   }
   // summary_honest: C subset I \ TRU
-  if (!isSubset(interval(...v_C), difference(interval(...v_I), v_TRU))) {
+  if (!(v_C[0] >= v_C[1] || (v_I[0] <= v_C[0] && v_C[1] <= v_I[1] && !_meets(v_C[0], v_C[1], v_TRU)))) {
     failed.push("summary_honest");
   }
   // no_hole: [0, n) subset covered
-  if (!isSubset(interval(...[0, v_n]), v_covered)) {
+  const h_no_hole = _gaps(0, v_n, v_covered);  // holes: [0, n) \ covered
+  if (h_no_hole.length !== 0) {
     failed.push("no_hole");
-    holes = difference(interval(...[0, v_n]), v_covered);
+    holes = h_no_hole;
   }
   return decision(failed, holes);
 }

@@ -18,7 +18,9 @@ import json
 from tailguard.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
-from tailguard.speclang.deps import needed_defines
+from tailguard.backends import scan_ir
+from tailguard.backends.python_render import NoRule, _bounds_of, _holes_are_the_difference
+from tailguard.speclang.deps import names, needed_defines
 from tailguard.speclang.load import Profile, Spec
 from tailguard.speclang.pretty import pretty
 from tailguard.speclang.typecheck import infer
@@ -44,12 +46,69 @@ _OPS = {"==": "===", "!=": "!==", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
 class _Compiler:
-    def __init__(self, env: dict[str, Type]) -> None:
-        self.env = env
+    """Spec expressions to JavaScript by the same rules as ``python_render.PythonCompiler``
+    (sets are normal lists; one merge per union; ``_gaps`` scans; ``_meets`` by binary search;
+    endpoint forms inline); comparisons only, never subtraction, so the code is the same for
+    numbers and BigInts."""
+
+    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset()) -> None:
+        self.spec, self.env, self.available = spec, env, available
+
+    def union_of(self, source: str) -> str | None:
+        for d in self.spec.defines:
+            if (d.name in self.available and isinstance(d.node, ast.Call) and d.node.func == "union"
+                    and isinstance(d.node.args[0], ast.Name) and d.node.args[0].name == source):
+                return d.name
+        return None
+
+    def is_pair(self, node: ast.Node) -> bool:
+        if infer(node, self.env) == "interval":
+            return True
+        return (isinstance(node, ast.SetOp) and node.op == "&" and self.is_pair(node.left)
+                and self.is_pair(node.right))
+
+    def pair(self, node: ast.Node) -> tuple[str, str]:
+        match node:
+            case ast.IntervalLit(lo=lo, hi=hi):
+                return self.expr(lo), self.expr(hi)
+            case ast.SetOp(op="&", left=l, right=r):
+                (a, b), (c, d) = self.pair(l), self.pair(r)
+                return _max(a, c), _min(b, d)
+        code = self.expr(node)
+        return f"{code}[0]", f"{code}[1]"
+
+    def pair_code(self, node: ast.Node) -> str:
+        if isinstance(node, (ast.Name, ast.Field)):
+            return self.expr(node)
+        lo, hi = self.pair(node)
+        return f"[{lo}, {hi}]"
+
+    def terms(self, node: ast.Node) -> list[str]:
+        match node:
+            case ast.SetOp(op="|", left=l, right=r):
+                return self.terms(l) + self.terms(r)
+            case ast.Call(func="union", args=(x,)):
+                return [self.expr(x)]
+        if self.is_pair(node):
+            return [f"[{self.pair_code(node)}]"]
+        return [self.as_set(node)]
 
     def as_set(self, node: ast.Node) -> str:
-        code = self.expr(node)
-        return f"interval(...{code})" if infer(node, self.env) == "interval" else code
+        match node:
+            case ast.Name(name=n) if self.env.get(n) == "set":
+                return _var(n)
+            case ast.Call(func="union", args=(x,)):
+                return f"_merged({self.expr(x)})"
+            case ast.SetOp(op="|"):
+                first, *rest = self.terms(node)
+                return f"_merged_runs({first}.concat({', '.join(rest)}))"
+            case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
+                lo, hi = self.pair(l)
+                return f"_gaps({lo}, {hi}, {self.as_set(r)})"
+        if self.is_pair(node):
+            lo, hi = self.pair(node)
+            return f"_gaps({lo}, {hi}, [])"
+        raise NoRule(f"no rule of the fast checker renders the set {pretty(node)!r}")
 
     def expr(self, node: ast.Node) -> str:
         match node:
@@ -62,36 +121,58 @@ class _Compiler:
             case ast.BinArith(op=op, left=l, right=r):
                 return f"({self.expr(l)} {op} {self.expr(r)})"
             case ast.Call(func="max" | "min" as f, args=(x, y)):
-                return f"Math.{f}({self.expr(x)}, {self.expr(y)})"
-            case ast.Call(func="union", args=(x,)):
-                return f"normalize({self.expr(x)})"
+                return (_max if f == "max" else _min)(self.expr(x), self.expr(y))
+            case ast.Call(func="empty", args=(ast.SetOp(op="&", left=l, right=r),)) if (
+                self.is_pair(l) and self.is_pair(r)
+            ):
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
+                return f"({a0} >= {a1} || {b0} >= {b1} || {a0} >= {b1} || {b0} >= {a1})"
+            case ast.Call(func="empty", args=(x,)) if self.is_pair(x):
+                lo, hi = self.pair(x)
+                return f"({lo} >= {hi})"
             case ast.Call(func="empty", args=(x,)):
                 return f"({self.as_set(x)}.length === 0)"
             case ast.Call(func="known", args=(x,)):
                 return f"UNITS.includes({self.expr(x)})"
-            case ast.IntervalLit(lo=lo, hi=hi):
-                return f"[{self.expr(lo)}, {self.expr(hi)}]"
-            case ast.SetOp(op=op, left=l, right=r):
-                fn = {"|": "union", "&": "intersect", "\\": "difference"}[op]
-                return f"{fn}({self.as_set(l)}, {self.as_set(r)})"
+            case ast.IntervalLit():
+                return self.pair_code(node)
             case ast.Compare(ops=ops, operands=operands):
                 vals = [self.expr(o) for o in operands]
                 parts = [f"{x} {_OPS[op]} {y}" for op, x, y in zip(ops, vals, vals[1:], strict=False)]
                 return "(" + " && ".join(parts) + ")"
-            case ast.Subset(left=l, right=r):
-                return f"isSubset({self.as_set(l)}, {self.as_set(r)})"
+            case ast.Subset(left=l, right=r) if self.is_pair(l) and self.is_pair(r):
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
+                return f"({a0} >= {a1} || ({b0} <= {a0} && {a1} <= {b1}))"
+            case ast.Subset(left=l, right=ast.SetOp(op="\\", left=k, right=m)) if self.is_pair(l) and self.is_pair(k):
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(k)
+                return f"({a0} >= {a1} || ({b0} <= {a0} && {a1} <= {b1} && !_meets({a0}, {a1}, {self.as_set(m)})))"
+            case ast.Subset(left=l, right=r) if self.is_pair(l):
+                lo, hi = self.pair(l)
+                return f"(_gaps({lo}, {hi}, {self.as_set(r)}).length === 0)"
             case ast.BoolOp(op=op, operands=operands):
                 joiner = " && " if op == "and" else " || "
                 return "(" + joiner.join(self.expr(o) for o in operands) + ")"
             case ast.Not(operand=o):
                 return f"(!{self.expr(o)})"
+            case ast.Quant(kind="all", var=v, sources=srcs, body=b) if _bounds_of(b, v) is not None:
+                low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
+                parts = [f"({low} <= {_var(s)}[0] && {_var(s)}[0] <= {_var(s)}[1] && {_var(s)}[1] <= {high})"
+                         if self.env[s] == "interval" else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
+                return "(" + " && ".join(parts) + ")"
+            case ast.Quant(kind="all", var=v, sources=(src,),
+                           body=ast.Call(func="empty", args=(ast.SetOp(op="&", left=ast.Name(name=rv), right=j),)),
+                           ) if rv == v and self.union_of(src) and self.is_pair(j) and v not in set(names(j)):
+                lo, hi = self.pair(j)
+                return f"(!_meets({lo}, {hi}, {_var(self.union_of(src) or '')}))"
             case ast.Quant(kind=k, var=v, sources=srcs, body=b):
                 inner = dict(self.env)
                 inner[v] = "interval"
-                body = _Compiler(inner).expr(b)
+                body = _Compiler(self.spec, inner).expr(b)
                 method = "every" if k == "all" else "some"
                 return f"{self.source_array(srcs)}.{method}(({_var(v)}) => {body})"
-        raise TypeError(f"cannot compile {type(node).__name__}")
+            case ast.SetOp() | ast.Call(func="union"):
+                return self.as_set(node)
+        raise NoRule(f"no rule of the fast checker renders {type(node).__name__} {pretty(node)!r}")
 
     def source_array(self, srcs: tuple[str, ...]) -> str:
         if len(srcs) == 1 and self.env[srcs[0]] == "intervals":
@@ -100,64 +181,20 @@ class _Compiler:
         return "[" + ", ".join(parts) + "]"
 
 
-_PRIMITIVES = """\
-// Interval-set primitives (the same as tailguard/intervals.py). A set is an array of
-// half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.
-function interval(lo, hi) {
-  return lo < hi ? [[lo, hi]] : [];
-}
+def _max(a: str, b: str) -> str:
+    return f"({a} >= {b} ? {a} : {b})"
 
-function normalize(pairs) {
-  const sorted = pairs.filter((p) => p[0] < p[1]).map((p) => [p[0], p[1]])
-    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
-  const out = [];
-  for (const [lo, hi] of sorted) {
-    const last = out[out.length - 1];
-    if (last !== undefined && lo <= last[1]) {
-      if (hi > last[1]) last[1] = hi;
-    } else {
-      out.push([lo, hi]);
-    }
-  }
-  return out;
-}
 
-function union(a, b) {
-  return normalize(a.concat(b));
-}
+def _min(a: str, b: str) -> str:
+    return f"({a} <= {b} ? {a} : {b})"
 
-function intersect(a, b) {
-  const out = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    const lo = Math.max(a[i][0], b[j][0]);
-    const hi = Math.min(a[i][1], b[j][1]);
-    if (lo < hi) out.push([lo, hi]);
-    if (a[i][1] < b[j][1]) i += 1; else j += 1;
-  }
-  return out;
-}
 
-function difference(a, b) {
-  const out = [];
-  let j = 0;
-  for (const [lo, hi] of a) {
-    while (j < b.length && b[j][1] <= lo) j += 1;
-    let cur = lo;
-    for (let k = j; k < b.length && b[k][0] < hi; k += 1) {
-      if (b[k][0] > cur) out.push([cur, b[k][0]]);
-      cur = Math.max(cur, b[k][1]);
-    }
-    if (cur < hi) out.push([cur, hi]);
-  }
-  return out;
-}
-
-function isSubset(a, b) {
-  return difference(a, b).length === 0;
-}
-"""
+_PRIMITIVES = "\n".join([
+    "// Interval algorithms (backends/scan_ir.py, proved in T18 on their Python rendering). A set is an",
+    "// array of half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.",
+    *(scan_ir.render_js(f) for f in scan_ir.FUNCS),
+    scan_ir.MERGED_JS,
+])
 
 
 _JSON_READER = """\
@@ -290,7 +327,7 @@ export function readJSON(text, what = "json") {
 
 
 def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
-    c = _Compiler(spec.env)
+    c = _Compiler(spec, spec.env)
     args = ", ".join(_var(i.symbol) for i in spec.inputs)
     out.append(f"// Profile {prof.id!r}: {prof.doc}")
     out.append(f"function check_{prof.id}({args}) {{")
@@ -303,13 +340,22 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append(f'    return decision([{json.dumps(gate.id)}], []);')
         out.append("  }")
     roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
-    for name in needed_defines(spec, roots):
+    computed = needed_defines(spec, roots)
+    for name in computed:
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"  const {_var(name)} = {c.expr(d.node)};  // {name} = {d.source}")
+    c = _Compiler(spec, spec.env, frozenset(computed))
     out.append("  const failed = [];")
     out.append("  let holes = [];")
     for cl in rest:
         out.append(f"  // {cl.id}: {pretty(cl.holds)}")
+        if cl.holes is not None and prof.report != "first" and _holes_are_the_difference(cl):
+            out.append(f"  const h_{cl.id} = {c.as_set(cl.holes)};  // holes: {pretty(cl.holes)}")
+            out.append(f"  if (h_{cl.id}.length !== 0) {{")
+            out.append(f"    failed.push({json.dumps(cl.id)});")
+            out.append(f"    holes = h_{cl.id};")
+            out.append("  }")
+            continue
         out.append(f"  if (!{c.expr(cl.holds)}) {{")
         if prof.report == "first":
             out.append(f"    return decision([{json.dumps(cl.id)}], []);")

@@ -34,6 +34,8 @@ def test_a_summarizer_that_did_not_see_the_earlier_summary_is_refused_naming_the
         maybe_auto_compact(ledger, **SECOND, saw=[])
     assert "[0, 16)" in str(err.value)  # the explanation is of the case with the lineage given
     assert "no_hole: " in str(err.value)  # the sentences reach the error, not only the clause ids
+    # ... and they are explained with the lineage given: summary "0" was not seen
+    assert "covered only by summary '0'" in str(err.value) and "did not see" in str(err.value)
     assert ledger.summaries == ("0",)  # nothing recorded
 
 

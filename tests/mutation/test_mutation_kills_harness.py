@@ -94,3 +94,27 @@ def test_the_prove_command_line() -> None:
     for bad in (["--format", "xml"], ["--solver", "yices"], ["--rlimit", "0"]):
         with pytest.raises(SystemExit):
             parser.parse_args(bad)
+
+
+@pytest.mark.parametrize(("kind", "status", "passed"), [
+    ("theorem", "proved", True), ("theorem", "witness", False), ("theorem", "unknown", False),
+    ("theorem", "counterexample", False), ("witness", "witness", True), ("witness", "proved", False),
+    ("witness", "no-witness", False), ("witness", "mismatch", False), ("theorem", "disagreement", False)])
+def test_only_proved_theorems_and_found_witnesses_pass(kind: str, status: str, passed: bool) -> None:
+    out = theorems.Outcome(_theorem(kind), theorems.Result(status), 0.0)  # type: ignore[arg-type]
+    assert out.passed is passed
+    assert out.to_json()["passed"] is passed and out.to_json()["status"] == status
+
+
+def test_solver_time_is_charged_to_the_running_theorem_only() -> None:
+    theorems.charge("z3", 5.0)  # left over from before: cleared when the next theorem starts
+
+    def timed() -> theorems.Result:
+        theorems.charge("z3", 0.25)
+        theorems.charge("cvc5", 1.0)
+        theorems.charge("z3", 0.5)
+        return theorems.Result("proved")
+
+    out = theorems.Theorem("TZ", "T", "S", "theorem", timed, "mod").run()
+    assert out.passed and out.solver_seconds == {"cvc5": 1.0, "z3": 0.75}
+    assert list(out.solver_seconds) == ["cvc5", "z3"]  # sorted, so reports are stable

@@ -3,7 +3,8 @@
 #
 #   tools/mutation.sh          the full run: every module of [tool.mutmut] in pyproject.toml
 #   tools/mutation.sh --ci     the CI-sized subset of tests/mutation/ci.toml (.ci/test runs it)
-#   tools/mutation.sh --keep   either, keeping the scratch copy (its path is printed)
+#   tools/mutation.sh --subset FILE   only_mutate and the test selection from FILE (like ci.toml)
+#   tools/mutation.sh --keep   any of these, keeping the scratch copy (its path is printed)
 #
 # mutmut 3 runs in a scratch copy of the checkout (tracked and untracked, not ignored, files), so
 # mutants/ never lands in the work tree. mutmut exits 0 even when mutants survive; the gate is
@@ -12,13 +13,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-mode=full keep=0
-for arg in "$@"; do
-  case "$arg" in
-    --ci) mode=ci ;;
+mode=full keep=0 subset=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --ci) mode=ci subset="$root/tests/mutation/ci.toml" ;;
+    --subset) mode=subset subset=$(realpath "${2:?--subset needs a file}"); shift ;;
     --keep) keep=1 ;;
-    *) echo "usage: tools/mutation.sh [--ci] [--keep]" >&2; exit 2 ;;
+    *) echo "usage: tools/mutation.sh [--ci | --subset FILE] [--keep]" >&2; exit 2 ;;
   esac
+  shift
 done
 command -v mutmut >/dev/null || { echo "mutation.sh: mutmut is not installed (pip install -e '.[dev]')" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/tailguard-mutation.XXXXXX")
@@ -27,8 +30,8 @@ trap cleanup EXIT
 git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
   [[ -e "$f" ]] && printf '%s\0' "$f"
 done | tar --null -T - -cf - | tar -xf - -C "$work"
-if [[ $mode == ci ]]; then
-  python - "$work/pyproject.toml" "$root/tests/mutation/ci.toml" <<'PY'
+if [[ -n $subset ]]; then
+  python - "$work/pyproject.toml" "$subset" <<'PY'
 import json, re, sys, tomllib
 path, subset = sys.argv[1], tomllib.load(open(sys.argv[2], "rb"))
 text = open(path, encoding="utf-8").read()

@@ -379,7 +379,7 @@ function describe(value) {
 function show(value) {
   let text;
   try {
-    text = value instanceof JsonFloat ? value.text : typeof value === "bigint" ? `${value}`
+    text = value instanceof JsonFloat ? value.text : typeof value === "bigint" ? `${value}n`
       : typeof value === "number" ? String(value)
       : JSON.stringify(value);
   } catch {
@@ -389,10 +389,16 @@ function show(value) {
   return text.length <= 60 ? text : `${text.slice(0, 57)}...`;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 function readInt(value, field) {
   if (typeof value === "number" && Number.isSafeInteger(value)) return value;
-  if (typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value))) {
-    throw new CaseError(field, `the integer ${show(value)} is beyond ±(2^53-1), this checker's limit ` +
+  const wide = typeof value === "bigint" ? value > MAX_SAFE || value < -MAX_SAFE
+    : typeof value === "number" && Number.isInteger(value);
+  if (wide) {
+    const digits = String(value);
+    const shown = digits.length <= 60 ? digits : `${digits.slice(0, 57)}...`;
+    throw new CaseError(field, `the integer ${shown} is beyond ±(2^53-1), this checker's limit ` +
       "(JavaScript numbers are exact only up to there; SPEC.md section 3.4)");
   }
   throw new CaseError(field, `expected an integer, got ${describe(value)} ${show(value)}`);

@@ -84,3 +84,15 @@ def test_the_invariant_check_catches_each_broken_invariant(breaks: str) -> None:
         u._n += 1
     with pytest.raises(AssertionError):
         u.check()
+
+
+@pytest.mark.parametrize("where", ["a block", "the blocks"])
+def test_iteration_refuses_starts_and_ends_out_of_step(where: str) -> None:
+    """``zip(..., strict=True)``: a corrupted layout raises instead of silently dropping rows."""
+    u = _union((0, 5), (10, 20))
+    if where == "a block":
+        u._his[0].append(30)
+    else:
+        u._his.append([40])
+    with pytest.raises(ValueError, match="zip"):
+        list(u)

@@ -4,7 +4,8 @@ T18 reads the generated checker file (``src/tailguard/_generated/checker.py``, t
 runs) back into the algorithmic form of :mod:`tailguard.backends.scan_ir`, and proves, for lists
 of any length:
 
-* each loop against its per-offset meaning: ``_merge_run`` and ``_gaps`` by induction over the loop (the invariant holds before the loop,
+* each loop against its per-offset meaning: ``_merge_run`` and ``_gaps`` by induction over the
+  loop (the invariant holds before the loop,
   one iteration keeps it, and at the end or at a ``break`` it gives the result), and
   ``_merge_run`` never gives up on a list sorted by start (so ``_merged`` is right);
 * every clause of every profile function of the file (``_check_seed`` and the others), as
@@ -17,7 +18,8 @@ of any length:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +33,17 @@ from tailguard.project import project_root
 from tailguard.speclang.load import Spec
 from tailguard.theorems import Result, theorem
 
-Parts = list[tuple[str, Result]]
+Parts = Iterator[tuple[str, Result]]
 
 
 def _merge(results: Parts) -> Result:
+    """The first part that is not proved, or every part proved (the parts run lazily, in order)."""
+    count = 0
     for name, r in results:
         if r.status != "proved":
             return Result(r.status, detail=f"{name}: {r.detail}", model=r.model)
-    return Result("proved", detail=f"{len(results)} parts proved")
+        count += 1
+    return Result("proved", detail=f"{count} parts proved")
 
 
 def _items_are(items: sz.Arr, pairs: list[tuple[int, int]]) -> Any:
@@ -68,22 +73,20 @@ def _induction(f: ir.Func, env: dict[str, Any], items: sz.Arr, pre: Any,
     x = z3.Int("x")
     lo_i, hi_i = items.at(i)
     extend = items.mem_prefix(i + 1, x) == z3.Or(items.mem_prefix(i, x), z3.And(lo_i <= x, x < hi_i))
-    parts: Parts = [
-        (f"{what}: a prefix one pair longer", prove(extend, assumptions=in_range)[0]),
-        (f"{what}: the assumptions of an iteration are satisfiable", _satisfiable(
-            z3.And(pre, in_range, inv(i, s), example))),
-        (f"{what}: before the loop", prove(inv(z3.IntVal(0), sz.initial(f, env)), assumptions=pre)[0]),
-        *((f"{what}: one iteration, path {p + 1}, part {n + 1}", prove(
-            goal, assumptions=z3.And(pre, in_range, inv(i, s), extend, cond), sanity=False)[0])
-          for p, (cond, st) in enumerate(sz.step_paths(f, env, s, items, i)) if z3.is_false(st[sz.BROKE])
-          for n, goal in enumerate(_conjuncts(inv(i + 1, st)))),
-        (f"{what}: at the end", prove(post(sz.finish(f, env, s)), assumptions=z3.And(pre, inv(items.length, s)))[0]),
-    ]
+    yield f"{what}: a prefix one pair longer", prove(extend, assumptions=in_range)[0]
+    yield f"{what}: the assumptions of an iteration are satisfiable", _satisfiable(
+        z3.And(pre, in_range, inv(i, s), example))
+    yield f"{what}: before the loop", prove(inv(z3.IntVal(0), sz.initial(f, env)), assumptions=pre)[0]
+    for p, (cond, st) in enumerate(sz.step_paths(f, env, s, items, i)):
+        if not z3.is_false(st[sz.BROKE]):
+            continue
+        for n, goal in enumerate(_conjuncts(inv(i + 1, st))):
+            yield f"{what}: one iteration, path {p + 1}, part {n + 1}", prove(
+                goal, assumptions=z3.And(pre, in_range, inv(i, s), extend, cond), sanity=False)[0]
+    yield f"{what}: at the end", prove(post(sz.finish(f, env, s)), assumptions=z3.And(pre, inv(items.length, s)))[0]
     on_break = broke_post(i, after) if broke_post else post(sz.finish(f, env, after))
-    parts.append((f"{what}: at a break", prove(
-        z3.Implies(after[sz.BROKE], on_break), assumptions=z3.And(pre, in_range, inv(i, s)),
-        sanity=False)[0]))
-    return parts
+    yield f"{what}: at a break", prove(z3.Implies(after[sz.BROKE], on_break),
+                                       assumptions=z3.And(pre, in_range, inv(i, s)), sanity=False)[0]
 
 
 def _satisfiable(formula: Any) -> Result:
@@ -124,18 +127,17 @@ def merge_run_parts(f: ir.Func) -> Parts:
         return z3.Implies(s["ordered"], z3.And(out.normal(), out.mem(x) == items.mem(x)))
 
     one = _items_are(items, [(0, 1)])
-    parts = _induction(f, {"items": items}, items, pre, inv, post, what="_merge_run is the union",
-                       example_items=one)
+    yield from _induction(f, {"items": items}, items, pre, inv, post, what="_merge_run is the union",
+                          example_items=one)
 
     def inv_sorted(i: Any, s: sz.State) -> Any:
         j = z3.Int("j")
         return z3.And(s["ordered"], z3.Implies(s["started"], z3.ForAll([j], z3.Implies(
             z3.And(j >= i, j < items.length), s["run_lo"] <= z3.Select(items.lo, j)))))
 
-    parts += _induction(f, {"items": items}, items, z3.And(pre, items.sorted_by_lo()), inv_sorted,
-                        lambda s: s["ordered"], broke_post=lambda i, s: z3.BoolVal(False),
-                        what="_merge_run succeeds on a list sorted by start", example_items=one)
-    return parts
+    yield from _induction(f, {"items": items}, items, z3.And(pre, items.sorted_by_lo()), inv_sorted,
+                          lambda s: s["ordered"], broke_post=lambda i, s: z3.BoolVal(False),
+                          what="_merge_run succeeds on a list sorted by start", example_items=one)
 
 
 def gaps_parts(f: ir.Func) -> Parts:
@@ -166,14 +168,13 @@ def gaps_parts(f: ir.Func) -> Parts:
         # the break leaves the state as it was before the element; finish from there
         return post(sz.finish(f, env, s))
 
-    return _induction(f, env, items, pre, inv, post, broke_post=broke_post, what="_gaps is the difference",
+    yield from _induction(f, env, items, pre, inv, post, broke_post=broke_post, what="_gaps is the difference",
                       example_items=z3.And(_items_are(items, [(2, 3)]), start == 0, stop == 10))
 
 
 def algorithm_parts(funcs: dict[str, ir.Func]) -> Parts:
-    parts = merge_run_parts(funcs["_merge_run"])
-    parts += gaps_parts(funcs["_gaps"])
-    return parts
+    yield from merge_run_parts(funcs["_merge_run"])
+    yield from gaps_parts(funcs["_gaps"])
 
 
 def checker_path() -> Path:
@@ -186,7 +187,8 @@ def read_algorithms(source: str) -> dict[str, ir.Func]:
 
 @theorem(
     "T18", "The generated checker's algorithms and clauses are the per-offset definitions",
-    "Read back from the generated checker file: _merge_run (one pass) is the union of any list and never gives up on a list "
+    "Read back from the generated checker file: _merge_run (one pass) is the union of any list and "
+    "never gives up on a list "
     "sorted by start; _gaps (one pass with an early stop) is an interval minus a normal list; _meets "
     "(one bisect) is an intersection test; and "
     "every clause of every profile function, as written in the file, equals the spec's per-offset "
@@ -199,7 +201,5 @@ def runtime_algorithms_are_the_spec(spec: Spec | None = None, source: str | None
         funcs = read_algorithms(text)
     except ir.NotInForm as exc:
         return Result("counterexample", detail=f"the generated checker is not in the proved form: {exc}")
-    parts = algorithm_parts(funcs)
     from tailguard.backends.checker_z3 import decision_parts
-    parts += decision_parts(spec, text)
-    return _merge(parts)
+    return _merge(itertools.chain(algorithm_parts(funcs), decision_parts(spec, text)))

@@ -147,9 +147,9 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
 
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
-    if not items:
-        return True
-    los, his = zip(*items)
+    if len(items) < 32:  # short: pair by pair is faster than by columns
+        return all(low <= lo <= hi <= high for lo, hi in items)
+    los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
     return low <= min(los) and max(his) <= high and all(map(_le, los, his))
 
 
@@ -362,19 +362,24 @@ def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> bool:
         return True
     if not set(map(type, items)) <= _PAIR_TYPES or set(map(len, items)) != {2}:
         return False
-    los, his = zip(*items)
+    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
     return (set(map(type, los)) == _INT_TYPE == set(map(type, his))
-            and _INT_MIN < min(los) and max(los) < _INT_BOUND and _INT_MIN < min(his) and max(his) < _INT_BOUND)
+            and _INT_MIN < min(los) and max(los) < _INT_BOUND
+            and _INT_MIN < min(his) and max(his) < _INT_BOUND)
 
 
 _PAIR_TYPES = {tuple, list}
+_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
 _INT_TYPE = {int}
 
 
 def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:
     """Materialize an iterable of pairs once; at most ``room`` of them."""
-    if (type(value) is list or type(value) is tuple) and len(value) <= room and _plain_pairs(value):
-        return list(map(tuple, value))  # the common case: a list of int pairs, read by builtins
+    if type(value) is list or type(value) is tuple:
+        if not value:
+            return []
+        if _COLUMNS <= len(value) <= room and _plain_pairs(value):
+            return list(map(tuple, value))  # the common case, long: read column by column
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")
     out: list[tuple[int, int]] = []

@@ -87,7 +87,8 @@ def meets_part(source: str) -> tuple[str, Result]:
     try:
         assign, ret = body
         if not (isinstance(assign, pyast.Assign) and pyast.unparse(assign.value) == "_bisect_left(items, (stop,)) - 1"
-                and pyast.unparse(assign.targets[0]) == "j" and isinstance(ret, pyast.Return) and ret.value is not None):
+                and pyast.unparse(assign.targets[0]) == "j" and isinstance(ret, pyast.Return)
+                and ret.value is not None):
             raise NotProvable(f"line {assign.lineno}: _meets must start with j = _bisect_left(items, (stop,)) - 1")
         env = {"start": start, "stop": stop, "j": j - 1}
         got = _small(ret.value, env, items)
@@ -161,7 +162,7 @@ class Translator:
                 pair = self.value(base)
                 if not isinstance(pair, tuple):
                     raise NotProvable(f"line {node.lineno}: {pyast.unparse(node)!r} indexes a non-pair")
-                return pair[i]
+                return pair[0 if i == 0 else 1]
             case pyast.Tuple(elts=[lo, hi]):
                 return (self.int(lo), self.int(hi))
             case pyast.BinOp(left=l, op=pyast.Add(), right=r):
@@ -311,16 +312,17 @@ def read_shape(fn: pyast.FunctionDef, tr: Translator) -> Shape:
             assert call is not None
             if call[0] != "refuse" or len(call[1]) != 1 or not isinstance(s.test, pyast.UnaryOp):
                 raise NotProvable(f"line {s.lineno}: an early return must refuse with one clause, on `not <cond>`")
-            cond = s.test.operand
+            early = s.test.operand
             if idx == 0 and not clauses:
-                gate = (call[1][0], cond)
+                gate = (call[1][0], early)
             else:
-                clauses.append((call[1][0], cond, None))
+                clauses.append((call[1][0], early, None))
                 first = True
         elif isinstance(s, pyast.If) and not s.orelse and s.body:
             app = s.body[0]
             if not (isinstance(app, pyast.Expr) and isinstance(app.value, pyast.Call)
-                    and pyast.unparse(app.value.func) == "failed.append" and isinstance(app.value.args[0], pyast.Constant)):
+                    and pyast.unparse(app.value.func) == "failed.append"
+                    and isinstance(app.value.args[0], pyast.Constant)):
                 raise NotProvable(f"line {s.lineno}: a clause must append its id to failed")
             cid = str(app.value.args[0].value)
             holes: pyast.expr | None = None
@@ -379,19 +381,28 @@ def _profile_parts(spec: Spec, prof: Profile, fn: pyast.FunctionDef) -> Parts:
                               f"the spec says {prof.report!r}")
         gate_holds: Any = z3.BoolVal(True)
         parts: Parts = []
-        conds: list[tuple[str, Any, pyast.expr | None]] = []
+        conds: list[tuple[str, pyast.expr, pyast.expr | None]] = []
         if shape.gate is not None:
             g = tr.bool(shape.gate[1])
             parts.append((f"{where}: gate {shape.gate[0]}", prove(
                 g == enc.clause(prof, shape.gate[0]), assumptions=zc.side_conditions())[0]))
             gate_holds = g
         for cid, cond, holes in shape.clauses:
-            conds.append((cid, tr.bool(cond), holes))
-        for cid, got, holes in conds:
-            spec_clause = enc.clause(prof, cid)
-            r = prove(got == spec_clause, assumptions=z3.And(zc.side_conditions(), gate_holds))[0]
-            parts.append((f"{where}: clause {cid}", r))
+            conds.append((cid, cond, holes))
+        for cid, cond, holes in conds:
             cl = prof.clause(cid)
+            assume = z3.And(zc.side_conditions(), gate_holds)
+            empty = _emptiness(tr, cond)
+            if empty is not None and isinstance(cl.holds, ast.Subset):
+                # `not S` for a normal list S, against `L subset R`: offset by offset, S is L \ R
+                # (quantifier-free in x, which both solvers settle; the list is normal, so it is
+                # empty exactly when it has no member)
+                x = z3.Int("x")
+                left, right = enc.as_set(cl.holds.left, {}), enc.as_set(cl.holds.right, {})
+                r = prove(empty(x) == z3.And(left(x), z3.Not(right(x))), assumptions=assume)[0]
+            else:
+                r = prove(tr.bool(cond) == enc.clause(prof, cid), assumptions=assume)[0]
+            parts.append((f"{where}: clause {cid}", r))
             if (cl.holes is None) != (holes is None):
                 parts.append((f"{where}: holes of {cid}", Result(
                     "counterexample", detail="holes reported where the spec has none, or missing")))
@@ -405,6 +416,15 @@ def _profile_parts(spec: Spec, prof: Profile, fn: pyast.FunctionDef) -> Parts:
         return parts
     except NotProvable as exc:
         return [(where, Result("counterexample", detail=f"not in the proved form: {exc}"))]
+
+
+def _emptiness(tr: Translator, cond: pyast.expr) -> Pred | None:
+    """The members of S when ``cond`` is ``not S`` for a normal list S, else None."""
+    if isinstance(cond, pyast.UnaryOp) and isinstance(cond.op, pyast.Not):
+        v = tr.value(cond.operand)
+        if isinstance(v, SetVal) and v.normal:
+            return v.pred
+    return None
 
 
 def decision_parts(spec: Spec, source: str) -> Parts:

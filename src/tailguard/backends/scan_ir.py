@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast as pyast
 from dataclasses import dataclass
-from typing import Union
 
 # --- expressions -------------------------------------------------------------------------
 
@@ -61,6 +60,13 @@ class OutEmpty:
 
 
 @dataclass(frozen=True)
+class Arith:
+    op: str  # + | -
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
 class Cmp:
     op: str  # < <= > >= == !=
     left: Expr
@@ -78,7 +84,7 @@ class Not:
     operand: Expr
 
 
-Expr = Union[Var, Const, Part, LastLo, LastHi, OutEmpty, Cmp, Bool, Not]
+Expr = Var | Const | Part | LastLo | LastHi | OutEmpty | Arith | Cmp | Bool | Not
 
 # --- statements --------------------------------------------------------------------------
 
@@ -116,7 +122,7 @@ class Break:
     pass
 
 
-Stmt = Union[Assign, If, Emit, Widen, Break]
+Stmt = Assign | If | Emit | Widen | Break
 
 
 @dataclass(frozen=True)
@@ -241,9 +247,9 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
 
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
-    if not items:
-        return True
-    los, his = zip(*items)
+    if len(items) < 32:  # short: pair by pair is faster than by columns
+        return all(low <= lo <= hi <= high for lo, hi in items)
+    los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
     return low <= min(los) and max(his) <= high and all(map(_le, los, his))
 '''
 
@@ -310,6 +316,8 @@ def py_expr(e: Expr) -> str:
             return "out[-1][1]"
         case OutEmpty():
             return "not out"
+        case Arith(op=op, left=l, right=r):
+            return f"{_py_atom(l)} {op} {_py_atom(r)}"
         case Cmp(op=op, left=l, right=r):
             return f"{_py_atom(l)} {_PY_CMP[op]} {_py_atom(r)}"
         case Bool(op=op, operands=ops):
@@ -400,6 +408,8 @@ def js_expr(e: Expr) -> str:
             return "out[out.length - 1][1]"
         case OutEmpty():
             return "out.length === 0"
+        case Arith(op=op, left=l, right=r):
+            return f"{_js_atom(l)} {op} {_js_atom(r)}"
         case Cmp(op=op, left=l, right=r):
             return f"{_js_atom(l)} {_JS_CMP[op]} {_js_atom(r)}"
         case Bool(op=op, operands=ops):
@@ -494,11 +504,13 @@ def _expr(node: pyast.expr) -> Expr:
         return LastHi()
     if (isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Name)
             and isinstance(node.slice, pyast.Constant) and node.slice.value in (0, 1)):
-        return Part(node.value.id, int(node.slice.value))
+        return Part(node.value.id, 0 if node.slice.value == 0 else 1)
     if isinstance(node, pyast.UnaryOp) and isinstance(node.op, pyast.Not):
         if isinstance(node.operand, pyast.Name) and node.operand.id == "out":
             return OutEmpty()
         return Not(_expr(node.operand))
+    if isinstance(node, pyast.BinOp) and isinstance(node.op, (pyast.Add, pyast.Sub)):
+        return Arith("+" if isinstance(node.op, pyast.Add) else "-", _expr(node.left), _expr(node.right))
     if isinstance(node, pyast.BoolOp):
         return Bool("and" if isinstance(node.op, pyast.And) else "or", tuple(_expr(v) for v in node.values))
     if isinstance(node, pyast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP_OPS:

@@ -104,6 +104,9 @@ def expr(e: ir.Expr, env: dict[str, Any], s: State) -> Any:
             return z3.Select(s["out.hi"], s["out.k"] - 1)
         case ir.OutEmpty():
             return s["out.k"] == 0
+        case ir.Arith(op=op, left=l, right=r):
+            x, y = expr(l, env, s), expr(r, env, s)
+            return x + y if op == "+" else x - y
         case ir.Cmp(op=op, left=l, right=r):
             x, y = expr(l, env, s), expr(r, env, s)
             return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y, "==": x == y, "!=": x != y}[op]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tailguard.pipeline.policy import Compact, PolicyError, Truncate, parse_policy
+from tailguard.pipeline.policy import Compact, PolicyError, Spill, Truncate, parse_policy
 
 GOOD = """\
 name = "p"
@@ -39,7 +39,7 @@ def test_defaults_apply() -> None:
      "p.toml:9: stage.0.limit: expected a non-negative integer or [\"fraction\", x] of the window, "
      "got '9'"),
     (('\nunit = "turns"', '\nunit = "pages"'),
-     'p.toml:8: stage.0.unit: unit must be "turns" or "tokens", got \'pages\''),
+     'p.toml:8: stage.0.unit: unit must be "turns", "tokens" or "messages", got \'pages\''),
     (("keep = 3\n", ""), "p.toml:11: stage.1.keep: required key is missing"),
     (("turn_tokens = [1, 10]", "turn_tokens = [5, 2]"), "p.toml:2: turn_tokens: cannot have max=2 < min=5"),
     (("turn_tokens = [1, 10]", "turn_tokens = [0, 2]"),
@@ -122,3 +122,54 @@ def test_window_overflow_without_a_truncate_stage() -> None:
     assert (over.kind, over.stage, over.detail) == ("overflow", 1, "200001 tokens > window 200000")
     unbounded = text.replace("window = 200000\n", "").replace('["fraction", 0.85]', "170000")
     assert decide(parse_policy(unbounded, "w.toml")).verdict == "safe"
+
+
+SPILLED = GOOD.replace("floor = 3", 'floor = 3\nmessages_per_turn = [1, 4]').replace(
+    '[[stage]]\nkind = "compact"', '[[stage]]\nkind = "spill"\non_failure = "proceed"\n\n'
+    '[[stage]]\nkind = "compact"') + ('summary = "message"\nclip = true\ninput_limit = 4\n'
+                                     'input_limit_unit = "messages"\n')
+
+
+def test_spec_1_1_language_parses() -> None:
+    """Brief 6b: messages per turn, the spill stage, summary placement, clipping and the
+    unit of the input limit."""
+    p = parse_policy(SPILLED, "p.toml")
+    assert p.messages_per_turn == (1, 4)
+    assert p.stages[1] == Spill("proceed", line=12)
+    compact = p.stages[2]
+    assert isinstance(compact, Compact)
+    assert (compact.summary, compact.clip, compact.input_limit, compact.input_limit_unit) == (
+        "message", True, 4, "messages")
+    plain = parse_policy(GOOD, "p.toml")
+    assert plain.messages_per_turn == (1, 1)
+    assert plain.stages[1] == Compact("tokens", 50, "turns", 3, 5, 0, 11, summary="separate",
+                                      clip=False, input_limit_unit="tokens")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("messages_per_turn = [1, 4]", "messages_per_turn = [0, 4]"),
+     "p.toml:4: messages_per_turn: min must be >= 1 (a turn holds a message), got 0"),
+    (("messages_per_turn = [1, 4]", "messages_per_turn = [3, 2]"),
+     "p.toml:4: messages_per_turn: cannot have max=2 < min=3"),
+    (("messages_per_turn = [1, 4]", "messages_per_turn = 2"),
+     "p.toml:4: messages_per_turn: expected [min, max] integers, got 2"),
+    (('on_failure = "proceed"', 'on_failure = "retry"'),
+     "p.toml:14: stage.1.on_failure: must be \"halt\" or \"proceed\", got 'retry'"),
+    (('on_failure = "proceed"\n', ""),
+     'p.toml:12: stage.1.on_failure: required key is missing (expected "halt" or "proceed")'),
+    (('on_failure = "proceed"', 'on_failure = "halt"\nlimit = 3'), "p.toml:15: stage.1.limit: unknown key"),
+    (('summary = "message"', 'summary = "inline"'),
+     "p.toml:23: stage.2.summary: must be \"separate\" or \"message\", got 'inline'"),
+    (("clip = true", 'clip = "yes"'), "p.toml:24: stage.2.clip: expected true or false, got 'yes'"),
+    (("input_limit = 4", "input_limit = 0"),
+     "p.toml:24: stage.2.clip: clipping needs an input_limit > 0"),
+    (('input_limit_unit = "messages"', 'input_limit_unit = "pages"'),
+     "p.toml:26: stage.2.input_limit_unit: must be \"tokens\" or \"messages\", got \'pages\'"),
+    (("input_limit = 4", 'input_limit = ["fraction", 0.5]'),
+     "p.toml:25: stage.2.input_limit: a fraction of the window is in tokens, but "
+     "input_limit_unit is 'messages'"),
+])
+def test_spec_1_1_errors_name_file_line_key(edit: tuple[str, str], message: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        parse_policy(SPILLED.replace(*edit, 1), "p.toml")
+    assert str(info.value).startswith(message)

@@ -13,9 +13,18 @@ from typing import Any
 
 import z3
 
-from tailguard.pipeline.encode import AState, basic, encode_step, fresh_state, init_state, occupancy
+from tailguard.pipeline.encode import (
+    PLAIN,
+    AState,
+    basic,
+    encode_step,
+    fresh_state,
+    init_state,
+    occupancy,
+    shape_of,
+)
 from tailguard.pipeline.model import DEFAULT_PROFILE, Profile
-from tailguard.pipeline.policy import Policy, Truncate
+from tailguard.pipeline.policy import Compact, Policy, Spill, Truncate
 
 Lemma = Callable[[AState], Any]
 
@@ -23,24 +32,74 @@ Lemma = Callable[[AState], Any]
 def candidates(policy: Policy) -> list[Lemma]:
     """Occupancy bounds suggested by the policy's constants."""
     bounds: dict[str, set[int]] = {"turns": set(), "tokens": set()}
+    messages = shape_of(policy).messages
+    if messages:
+        bounds["messages"] = set()
+    mlo, mhi = policy.messages_per_turn
     if policy.window:
         bounds["tokens"].add(policy.window)
     for s in policy.stages:
         if isinstance(s, Truncate):
             bounds[s.unit].add(s.limit)
-        else:
+        elif isinstance(s, Compact):
             bounds[s.trigger_unit].add(s.trigger - 1)
-            post = s.keep if s.keep_unit == "turns" else s.keep // policy.turn_min
+            post = s.keep if s.keep_unit == "turns" else \
+                s.keep // (policy.turn_min if s.keep_unit == "tokens" else mlo)
             bounds["turns"].add(policy.keep_first + post)
-            kept = s.keep * policy.turn_max if s.keep_unit == "turns" else s.keep
+            kept = s.keep if s.keep_unit == "tokens" else post * policy.turn_max
             pinned = policy.keep_first * policy.turn_max
             bounds["tokens"].add(policy.base_tokens + pinned + s.summary_tokens + kept)
+            if messages:
+                kept_m = s.keep if s.keep_unit == "messages" else post * mhi
+                bounds["messages"].add(policy.keep_first * mhi + 1 + kept_m)
     out: list[Lemma] = []
     for unit, values in bounds.items():
         for value in sorted(values):
             for guard in ("always", "no summary", "summary"):
                 out.append(_bound(policy, unit, value, guard))
+    if shape_of(policy) != PLAIN or any(isinstance(s, Spill) for s in policy.stages):
+        out += _verbatim_bounds(policy)  # spec 1.1 policies only: 1.0's candidates stay as they were
     return out
+
+
+def _verbatim_bounds(policy: Policy) -> list[Lemma]:
+    """Bounds on the verbatim (unpinned) turns alone, from each compact stage's tail: the
+    tokens ``S``, the turns ``L`` and (when tracked) the messages ``M`` a tail can hold,
+    each with the newest turn's worth added (the state between an append and the stages)."""
+    mlo, mhi = policy.messages_per_turn
+    values: dict[str, set[int]] = {"S": set(), "L": set(), "M": set()}
+    for s in policy.stages:
+        if not isinstance(s, Compact):
+            continue
+        turns = s.keep if s.keep_unit == "turns" else \
+            s.keep // (policy.turn_min if s.keep_unit == "tokens" else mlo)
+        values["L"] |= {turns, turns + 1}
+        tokens = s.keep if s.keep_unit == "tokens" else turns * policy.turn_max
+        values["S"] |= {tokens, tokens + policy.turn_max}
+        msgs = s.keep if s.keep_unit == "messages" else turns * mhi
+        values["M"] |= {msgs, msgs + mhi}
+    out: list[Lemma] = []
+    for name, vals in values.items():
+        if name == "M" and not shape_of(policy).messages:
+            continue
+        for value in sorted(vals):
+            out.append(_component(name, value))
+    # once a summary exists, a tail of some turns stays (what a compaction of the earlier
+    # summary alone, ``summary = "message"``, reads: its floor is the tail's)
+    for value in range(1, max(values["L"], default=0) + 1):
+        out.append(_component("L", value, at_least=True))
+    return out
+
+
+def _component(name: str, value: int, at_least: bool = False) -> Lemma:
+    """``name <= value``, or (``at_least``) ``name >= value`` once a summary exists."""
+
+    def lemma(st: AState) -> Any:
+        if at_least:
+            return z3.Or(z3.Not(st.has_summary()), getattr(st, name) >= value)
+        return getattr(st, name) <= value
+
+    return lemma
 
 
 def _bound(policy: Policy, unit: str, value: int, guard: str) -> Lemma:
@@ -49,9 +108,9 @@ def _bound(policy: Policy, unit: str, value: int, guard: str) -> Lemma:
     def lemma(st: AState) -> Any:
         holds = occupancy(policy, st, unit) <= value
         if guard == "no summary":
-            return z3.Or(st.sc > 0, holds)
+            return z3.Or(st.has_summary(), holds)
         if guard == "summary":
-            return z3.Or(st.sc == 0, holds)
+            return z3.Or(z3.Not(st.has_summary()), holds)
         return holds
 
     return lemma
@@ -62,8 +121,9 @@ def houdini(
 ) -> Lemma | None:
     """The strongest conjunction of candidates that is inductive and excludes every
     finding, or ``None``."""
-    pool = [c for c in candidates(policy) if z3.is_true(z3.simplify(c(init_state(width))))]
-    st = fresh_state("h", width)
+    shape = shape_of(policy)
+    pool = [c for c in candidates(policy) if z3.is_true(z3.simplify(c(init_state(width, shape))))]
+    st = fresh_state("h", width, shape)
     x = z3.Int("x")
     step = encode_step(policy, st, x, "hd", profile)
     base = z3.And(basic(policy, st), step.input_ok, step.clean)

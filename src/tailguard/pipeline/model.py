@@ -7,14 +7,35 @@ Profiles (brief 6b): the floor rule of section 6 (the newest F units verbatim in
 context after every compaction) is ``partitioned``'s; ``strict`` also requires them
 inside what the summarizer was shown (the seen candidates, plus the retained tail
 when the stage says ``input = "all"``).
+
+Spec 1.1 language (brief 6b; ``docs/check-config.md`` "Policy language" gives every
+decision taken where the brief is silent):
+
+- **Messages.** Each turn holds ``messages_per_turn`` messages and is atomic. Occupancy in
+  messages is the messages of the pinned and verbatim turns, plus one for a summary in the
+  context (whatever its placement; ``base_tokens`` is no message).
+- **Summary placement** ``"message"``: the earlier summary is the oldest candidate (a
+  compaction runs even when it is the only one), counts against ``input_limit`` with its
+  tokens or one message, and when it is not seen whole the new summary does not inherit
+  its coverage: every offset it covered that was not spilled is a hole. A truncate stage
+  never drops a summary (brief 6: "never truncated"), whatever its placement.
+- **Clipping** (``clip``) changes what the summarizer reads of the oldest candidate that
+  does not fit, never what counts as seen: the verdict is the same with or without it.
+- **Spill** stages cover the first compact stage after them in the list. A successful write
+  spills every candidate turn (spilled turns are never holes); the earlier summary is no
+  lossless copy of anything, so spilling it protects nothing. A failed write halts the
+  session (``halt``: it ends, nothing lost) or the compaction proceeds unspilled
+  (``proceed``); the failures are an input of a session (``spill_fails``), chosen by the
+  checker.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tailguard.pipeline.policy import Compact, Policy, Truncate
+from tailguard.pipeline.policy import Compact, OnFailure, Policy, Spill, Truncate
 
 Kind = Literal["hole", "floor", "overflow", "unenforceable", "dead_stage", "unreachable"]
 Profile = Literal["partitioned", "strict"]
@@ -24,6 +45,9 @@ DEFAULT_PROFILE: Profile = "partitioned"
 # Finding.detail of the two floor violations (a report tells them apart by it)
 FLOOR_CONTEXT = "floor turns not in context"
 FLOOR_INPUT = "floor turns not in the summarizer input"
+# Finding.detail of the holes a compaction makes
+UNSEEN = "summarizer input clipped"
+SUMMARY_DROPPED = "earlier summary not shown whole to the summarizer (summary = \"message\")"
 
 
 @dataclass(frozen=True)
@@ -42,15 +66,19 @@ class Finding:
 class Event:
     """What a stage did, for event logs (:mod:`tailguard.pipeline.trace`), in turn indices.
 
-    ``append (size,)``; ``truncate (lo, hi)``: turns ``[lo, hi)`` dropped; ``compact
-    (stage, seen, tail)``: candidates ``[.., tail)`` replaced by a summary of
-    ``[seen, tail)`` (``seen == tail``: none seen), the tail starting at turn ``tail``;
-    ``attempt (tail,)``: a triggered compaction with nothing to summarize; ``loss ()``:
+    ``append (size, messages)``; ``truncate (lo, hi)``: turns ``[lo, hi)`` dropped;
+    ``spill (lo, hi)``: candidate turns ``[lo, hi)`` written to durable storage, just
+    before their ``compact``; ``compact (stage, seen, tail, inherited)``: candidates
+    ``[.., tail)`` replaced by a summary of ``[seen, tail)`` (``seen == tail``: none seen),
+    the tail starting at turn ``tail``, ``inherited`` 1 when the new summary inherits the
+    earlier one's coverage (always, but for ``summary = "message"`` when the earlier
+    summary was not seen whole); ``attempt (tail,)``: a triggered compaction with nothing
+    to summarize; ``halt ()``: a failed ``halt`` spill ended the session; ``loss ()``:
     ``finding`` (a hole or floor violation) happened here: before the ``compact`` event
     of the compaction that caused it, after the ``truncate`` event that caused it.
     """
 
-    kind: Literal["append", "truncate", "compact", "attempt", "loss"]
+    kind: Literal["append", "truncate", "spill", "compact", "attempt", "halt", "loss"]
     data: tuple[int, ...]
     finding: Finding | None = None
 
@@ -65,19 +93,48 @@ class State:
     summary: bool = False
     summary_tokens: int = 0
     body: int = 0  # tokens of the pinned and verbatim turns, kept up to date by ``step``
+    messages: list[int] = field(default_factory=list)  # messages of every appended turn
+    mbody: int = 0  # messages of the pinned and verbatim turns
+    # turns only the summary in context holds (covered, never spilled), as maximal
+    # ranges [lo, hi) of turn indices, oldest first: shared between copies, never mutated
+    unspilled: tuple[tuple[int, int], ...] = ()
+    halted: bool = False  # a failed ``halt`` spill ended the session
 
     def occupancy(self, policy: Policy, unit: str) -> int:
-        """Tokens: base + summary + verbatim sizes; turns: verbatim turns (pinned included)."""
+        """Tokens: base + summary + verbatim sizes; turns: verbatim turns (pinned included);
+        messages: their messages, plus one for a summary in the context."""
         if unit == "turns":
             return len(self.pinned) + len(self.verbatim)
+        if unit == "messages":
+            return self.mbody + (1 if self.summary else 0)
         summary_tokens = self.summary_tokens if self.summary else 0
         return policy.base_tokens + summary_tokens + self.body
+
+    def units(self, unit: str, turns: list[int]) -> list[int]:
+        """The size of each of ``turns`` in ``unit``."""
+        if unit == "turns":
+            return [1] * len(turns)
+        return [(self.messages if unit == "messages" else self.sizes)[j] for j in turns]
+
+    def unspilled_coverage(self) -> list[int]:
+        """Turns only the summary in context holds: covered, never spilled."""
+        return [j for lo, hi in self.unspilled for j in range(lo, hi)]
+
+    def hold(self, lo: int, hi: int) -> None:
+        """The summary now also holds turns ``[lo, hi)`` (newer than any it holds)."""
+        if lo >= hi:
+            return
+        if self.unspilled and self.unspilled[-1][1] == lo:
+            self.unspilled = (*self.unspilled[:-1], (self.unspilled[-1][0], hi))
+        else:
+            self.unspilled = (*self.unspilled, (lo, hi))
 
     def copy(self) -> State:
         """An independent copy (the explorer branches on every size)."""
         return State(
             list(self.sizes), list(self.verbatim), list(self.pinned), self.summary,
-            self.summary_tokens, self.body,
+            self.summary_tokens, self.body, list(self.messages), self.mbody, self.unspilled,
+            self.halted,
         )
 
 
@@ -99,12 +156,14 @@ def newest_fitting(sizes: list[int], budget: int) -> int:
     return count
 
 
-def floor_turns(policy: Policy, sizes: list[int]) -> list[int]:
-    """Indices of the turns the floor names: the newest ``F`` turns, or (tokens) every turn
-    holding one of the newest ``F`` tokens of the history."""
+def floor_turns(policy: Policy, sizes: list[int], messages: list[int] | None = None) -> list[int]:
+    """Indices of the turns the floor names: the newest ``F`` turns, or (tokens, messages)
+    every turn holding one of the newest ``F`` tokens (messages) of the history."""
     n = len(sizes)
     if policy.floor_unit == "turns":
         return list(range(max(0, n - policy.floor), n))
+    if policy.floor_unit == "messages":
+        sizes = messages if messages is not None else [policy.messages_per_turn[0]] * n
     start = sum(sizes) - policy.floor
     out, end = [], 0
     for i, size in enumerate(sizes):
@@ -149,6 +208,8 @@ def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
             if s.unit not in caps or s.limit < caps[s.unit][0]:
                 caps[s.unit] = (s.limit, i)
             continue
+        if isinstance(s, Spill):
+            continue  # a spill writes, and changes no occupancy
         cap = caps.get(s.trigger_unit)
         if cap is not None and s.trigger > cap[0]:
             out.append(Finding("unreachable", i, 0, (cap[1],),
@@ -156,6 +217,39 @@ def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
                                f"limit {cap[0]}"))
         caps = {}
     return tuple(out)
+
+
+def inert(policy: Policy) -> bool:
+    """Nothing can ever be lost: no window, no truncate or compact stage (a spill stage
+    alone writes nothing)."""
+    return not policy.window and not any(isinstance(s, Truncate | Compact) for s in policy.stages)
+
+
+def idle_spills(policy: Policy) -> tuple[Finding, ...]:
+    """``dead_stage`` notes for spill stages with no compact stage after them: they never
+    write anything."""
+    out = []
+    for i, s in enumerate(policy.stages):
+        if isinstance(s, Spill) and not any(isinstance(t, Compact) for t in policy.stages[i + 1 :]):
+            out.append(Finding("dead_stage", i, 0, (), "spill: no compact stage after it, "
+                                                        "it never writes"))
+    return tuple(out)
+
+
+def spill_modes(policy: Policy) -> dict[int, OnFailure]:
+    """The compact stages a spill covers (the first compact stage after each spill stage),
+    with what a failed write does: ``halt`` if any covering spill halts (its failure ends
+    the session), else ``proceed``."""
+    out: dict[int, OnFailure] = {}
+    armed: list[OnFailure] = []
+    for i, s in enumerate(policy.stages):
+        if isinstance(s, Spill):
+            armed.append(s.on_failure)
+        elif isinstance(s, Compact):
+            if armed:
+                out[i] = "halt" if "halt" in armed else "proceed"
+            armed = []
+    return out
 
 
 def with_static(
@@ -169,16 +263,16 @@ def with_static(
     was simply not proved dead. ``unknown``: nothing is claimed either way. Whatever the
     verdict, compact stages that can never fire are ``unreachable`` notes."""
     if verdict == "safe":
-        return (), dead_stages(policy) + unreachable_stages(policy)
+        return (), dead_stages(policy) + unreachable_stages(policy) + idle_spills(policy)
     if verdict != "unsafe":
-        return (), unreachable_stages(policy)
+        return (), unreachable_stages(policy) + idle_spills(policy)
     fired = {f.stage for f in found if f.kind in ("hole", "overflow")}
     static = tuple(
         Finding(f.kind, f.stage, f.step, f.offsets,
                 f"{f.detail}; {'it evicts in this session' if f.stage in fired else 'not proved dead'}")
         for f in static_findings(policy)
     )
-    return static + found, unreachable_stages(policy)
+    return static + found, unreachable_stages(policy) + idle_spills(policy)
 
 
 def step(
@@ -187,22 +281,33 @@ def step(
     size: int,
     events: list[Event] | None = None,
     profile: Profile = DEFAULT_PROFILE,
+    messages: int | None = None,
+    spill_fails: bool = False,
 ) -> list[Finding]:
-    """Append one turn of ``size`` tokens, run every stage in order; return what was lost."""
+    """Append one turn of ``size`` tokens and ``messages`` messages (default: the fewest a
+    turn holds), run every stage in order; return what was lost. ``spill_fails``: every
+    spill write of this append fails. A halted session appends nothing more."""
+    if state.halted:
+        return []
+    count = policy.messages_per_turn[0] if messages is None else messages
     found: list[Finding] = []
     number = len(state.sizes) + 1
     index = len(state.sizes)
     state.sizes.append(size)
+    state.messages.append(count)
     state.body += size
+    state.mbody += count
     (state.pinned if index < policy.keep_first else state.verbatim).append(index)
     if events is not None:
-        events.append(Event("append", (size,)))
+        events.append(Event("append", (size, count)))
+    modes = spill_modes(policy)
     for i, stage in enumerate(policy.stages):
         if isinstance(stage, Truncate):
             dropped: list[int] = []
             while state.occupancy(policy, stage.unit) > stage.limit and state.verbatim:
                 dropped.append(state.verbatim.pop(0))
                 state.body -= state.sizes[dropped[-1]]
+                state.mbody -= state.messages[dropped[-1]]
             if dropped:
                 hole = Finding("hole", i, number, tuple(dropped), "truncated, never summarized")
                 found.append(hole)
@@ -212,8 +317,14 @@ def step(
             if state.occupancy(policy, stage.unit) > stage.limit:
                 occ = state.occupancy(policy, stage.unit)
                 found.append(Finding("overflow", i, number, (), f"{occ} {stage.unit} > {stage.limit}"))
-        else:
-            found.extend(_compact(policy, state, stage, i, number, events, profile))
+        elif isinstance(stage, Compact):
+            spill = modes.get(i)
+            found.extend(_compact(policy, state, stage, i, number, events, profile,
+                                  spill, spill_fails))
+            if state.halted:
+                if events is not None:
+                    events.append(Event("halt", ()))
+                return found
     if policy.window and state.occupancy(policy, "tokens") > policy.window:
         occ = state.occupancy(policy, "tokens")
         found.append(Finding("overflow", len(policy.stages), number, (),
@@ -229,34 +340,56 @@ def _compact(
     number: int,
     events: list[Event] | None,
     profile: Profile,
+    spill: OnFailure | None = None,
+    spill_fails: bool = False,
 ) -> list[Finding]:
     if state.occupancy(policy, stage.trigger_unit) < stage.trigger:
         return []
-    sizes = [state.sizes[j] for j in state.verbatim]
-    by_turns = stage.keep_unit == "turns"
-    tail = min(stage.keep, len(sizes)) if by_turns else newest_fitting(sizes, stage.keep)
+    keep_sizes = state.units(stage.keep_unit, state.verbatim)
+    tail = min(stage.keep, len(keep_sizes)) if stage.keep_unit == "turns" else \
+        newest_fitting(keep_sizes, stage.keep)
     candidates = state.verbatim[: len(state.verbatim) - tail]
-    if not candidates:
+    earlier = stage.summary == "message" and state.summary  # the oldest candidate
+    if not candidates and not earlier:
         if events is not None:  # triggered, nothing to summarize: still an attempt
             events.append(Event("attempt", (state.verbatim[0] if state.verbatim else number,)))
         return []
+    if spill is not None and spill_fails and spill == "halt":
+        state.halted = True  # the write failed: the session stops before compacting
+        return []
+    spilled = spill is not None and not spill_fails
     found: list[Finding] = []
-    seen = candidates
+    seen, summary_seen = candidates, True
     if stage.input_limit > 0:
-        cand_sizes = [state.sizes[j] for j in candidates]
-        seen = candidates[len(candidates) - newest_fitting(cand_sizes, stage.input_limit) :]
-        unseen = candidates[: len(candidates) - len(seen)]
-        if unseen:
-            found.append(Finding("hole", i, number, tuple(unseen), "summarizer input clipped"))
+        unit = stage.input_limit_unit
+        cand_sizes = state.units(unit, candidates)
+        fit = newest_fitting(cand_sizes, stage.input_limit)
+        seen = candidates[len(candidates) - fit :]
+        if earlier:
+            own = 1 if unit == "messages" else state.summary_tokens
+            summary_seen = fit == len(candidates) and sum(cand_sizes) + own <= stage.input_limit
+    # candidates are in the context, so none was spilled before: this write is their only one
+    unseen = [] if spilled else candidates[: len(candidates) - len(seen)]
+    if unseen:
+        found.append(Finding("hole", i, number, tuple(unseen), UNSEEN))
+    inherited = not earlier or summary_seen
+    if not inherited:
+        lost = state.unspilled_coverage()
+        if lost:
+            found.append(Finding("hole", i, number, tuple(lost), SUMMARY_DROPPED))
+        state.unspilled = ()
+    if seen and not spilled:
+        state.hold(seen[0], seen[-1] + 1)
     state.verbatim = state.verbatim[len(candidates) :]
     state.body -= sum(state.sizes[j] for j in candidates)
+    state.mbody -= sum(state.messages[j] for j in candidates)
     state.summary = True
     state.summary_tokens = stage.summary_tokens
-    floor = floor_turns(policy, state.sizes)
+    floor = floor_turns(policy, state.sizes, state.messages)
     in_context = set(state.pinned) | set(state.verbatim)
-    lost = [j for j in floor if j not in in_context]
-    if lost:
-        found.append(Finding("floor", i, number, tuple(lost), FLOOR_CONTEXT))
+    lost_floor = [j for j in floor if j not in in_context]
+    if lost_floor:
+        found.append(Finding("floor", i, number, tuple(lost_floor), FLOOR_CONTEXT))
     if profile == "strict":  # what the summarizer was shown (the earlier summary aside)
         shown = set(seen) | (set(state.verbatim) if stage.input == "all" else set())
         unshown = [j for j in floor if j not in shown]
@@ -264,67 +397,122 @@ def _compact(
             found.append(Finding("floor", i, number, tuple(unshown), FLOOR_INPUT))
     if events is not None:
         events.extend(Event("loss", (), f) for f in found)
-        tail_start = candidates[-1] + 1
-        events.append(Event("compact", (i, seen[0] if seen else tail_start, tail_start)))
+        tail_start = candidates[-1] + 1 if candidates else \
+            (state.verbatim[0] if state.verbatim else number)
+        if spilled and candidates:
+            events.append(Event("spill", (candidates[0], tail_start)))
+        events.append(Event("compact", (i, seen[0] if seen else tail_start, tail_start,
+                                        1 if inherited else 0)))
     return found
 
 
+@dataclass(frozen=True)
+class Session:
+    """A concrete session: the tokens and the messages of every append (``messages`` empty:
+    each turn holds the fewest messages a turn holds) and the appends (1-based) at which
+    every spill write fails."""
+
+    sizes: tuple[int, ...]
+    messages: tuple[int, ...] = ()
+    failures: frozenset[int] = frozenset()
+
+    def count(self, policy: Policy, k: int) -> int:
+        """Messages of the ``k``-th append (0-based)."""
+        return self.messages[k] if self.messages else policy.messages_per_turn[0]
+
+
 def replay(
-    policy: Policy, trace: list[int], profile: Profile = DEFAULT_PROFILE
+    policy: Policy,
+    trace: list[int] | tuple[int, ...],
+    profile: Profile = DEFAULT_PROFILE,
+    messages: tuple[int, ...] | list[int] = (),
+    failures: frozenset[int] | set[int] = frozenset(),
 ) -> tuple[list[Finding], int]:
     """Run ``trace`` from the empty session; return the findings of the first step that has
     any, and that step (0 when the whole trace is clean)."""
+    session = Session(tuple(trace), tuple(messages), frozenset(failures))
     state = State()
-    for number, size in enumerate(trace, start=1):
-        found = step(policy, state, size, profile=profile)
+    for number, size in enumerate(session.sizes, start=1):
+        found = step(policy, state, size, profile=profile, messages=session.count(policy, number - 1),
+                     spill_fails=number in session.failures)
         if found:
             return found, number
     return [], 0
 
 
-def _fails_at(policy: Policy, state: State, suffix: list[int], at: int, profile: Profile) -> bool:
-    """Whether running ``suffix`` from ``state`` (a copy) first finds something at its
-    ``at``-th append (1-based) and not before."""
+def _fails_at(policy: Policy, state: State, suffix: list[tuple[int, int, bool]], at: int,
+              profile: Profile) -> bool:
+    """Whether running ``suffix`` (size, messages, spill fails) from ``state`` (a copy)
+    first finds something at its ``at``-th append (1-based) and not before."""
     probe = state.copy()
-    for number, size in enumerate(suffix, start=1):
-        if step(policy, probe, size, profile=profile):
+    for number, (size, count, fails) in enumerate(suffix, start=1):
+        if step(policy, probe, size, profile=profile, messages=count, spill_fails=fails):
             return number == at
     return False
+
+
+def _lowest(lo: int, hi: int, works: Callable[[int], bool]) -> int:
+    """The smallest value in ``[lo, hi]`` that works, ``hi`` known to work: ``lo`` first,
+    else by bisection."""
+    if hi <= lo or works(lo):
+        return min(lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if works(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def canonical_session(policy: Policy, session: Session, profile: Profile = DEFAULT_PROFILE) -> Session:
+    """The failing ``session`` with the smallest sizes, then the fewest messages, then the
+    fewest failed spill writes that still reproduce it: each append, oldest first, lowered
+    (:func:`_lowest`) so that the session still finds its first loss at its last append. A
+    deterministic function of the session, so a report never shows solver noise; one that
+    does not fail at its last append is returned unchanged (the caller's replay then rejects
+    it)."""
+    rows = [(size, session.count(policy, k), k + 1 in session.failures)
+            for k, size in enumerate(session.sizes)]
+    length = len(rows)
+    state = State()
+    if not length or not _fails_at(policy, state, rows, length, profile):
+        return session
+    for i in range(length):
+        rest = rows[i + 1 :]
+        size, count, fails = rows[i]
+
+        def works(row: tuple[int, int, bool], rest: list[tuple[int, int, bool]] = rest,
+                  at: int = length - i) -> bool:
+            return _fails_at(policy, state, [row, *rest], at, profile)
+
+        def by_size(v: int, c: int = count, f: bool = fails) -> bool:
+            return works((v, c, f))
+
+        size = _lowest(policy.turn_min, size, by_size)
+
+        def by_count(v: int, z: int = size, f: bool = fails) -> bool:
+            return works((z, v, f))
+
+        count = _lowest(policy.messages_per_turn[0], count, by_count)
+        if fails and works((size, count, False)):
+            fails = False
+        rows[i] = (size, count, fails)
+        step(policy, state, size, profile=profile, messages=count, spill_fails=fails)
+    plain = all(c == policy.messages_per_turn[0] for _, c, _ in rows)
+    return Session(tuple(r[0] for r in rows), () if plain else tuple(r[1] for r in rows),
+                   frozenset(k + 1 for k, r in enumerate(rows) if r[2]))
 
 
 def canonical_trace(
     policy: Policy, trace: list[int], profile: Profile = DEFAULT_PROFILE
 ) -> tuple[int, ...]:
-    """The failing ``trace`` with the smallest sizes that still reproduce it: each append,
-    oldest first, lowered to the smallest size (``turn_min`` first, else by bisection) with
-    which the session still finds its first loss at its last append. A deterministic
-    function of the trace, so a report never shows solver noise; a trace that does not fail
-    at its last append is returned unchanged (the caller's replay then rejects it).
+    """:func:`canonical_session` of a session given by its sizes alone (each turn of the
+    fewest messages, no failed write).
 
     >>> from tailguard.pipeline.policy import Truncate
     >>> p = Policy("p", 1, 9, 0, "tokens", (Truncate("tokens", 10),))
     >>> canonical_trace(p, [7, 9])
     (2, 9)
     """
-    sizes = list(trace)
-    length = len(sizes)
-    state = State()
-    if not length or not _fails_at(policy, state, sizes, length, profile):
-        return tuple(trace)
-    for i in range(length):
-        rest = sizes[i + 1 :]
-        if sizes[i] > policy.turn_min:
-            if _fails_at(policy, state, [policy.turn_min, *rest], length - i, profile):
-                sizes[i] = policy.turn_min
-            else:  # bisect [turn_min, size]: lo does not reproduce, hi does
-                lo, hi = policy.turn_min, sizes[i]
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if _fails_at(policy, state, [mid, *rest], length - i, profile):
-                        hi = mid
-                    else:
-                        lo = mid
-                sizes[i] = hi
-        step(policy, state, sizes[i], profile=profile)
-    return tuple(sizes)
-
+    return canonical_session(policy, Session(tuple(trace)), profile).sizes

@@ -15,10 +15,14 @@ from typing import Any, Literal
 
 from tailguard.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_POLICY_BYTES
 
-Unit = Literal["turns", "tokens"]
-UNITS: tuple[str, ...] = ("turns", "tokens")
+Unit = Literal["turns", "tokens", "messages"]
+UNITS: tuple[str, ...] = ("turns", "tokens", "messages")
 Input = Literal["candidates", "all"]
 INPUTS: tuple[str, ...] = ("candidates", "all")
+Placement = Literal["separate", "message"]
+PLACEMENTS: tuple[str, ...] = ("separate", "message")
+OnFailure = Literal["halt", "proceed"]
+ON_FAILURE: tuple[str, ...] = ("halt", "proceed")
 
 
 class PolicyError(ValueError):
@@ -57,9 +61,24 @@ class Compact:
     line: int = 0
     kind: Literal["compact"] = "compact"
     input: Input = "candidates"
+    summary: Placement = "separate"
+    clip: bool = False
+    input_limit_unit: Unit = "tokens"
 
 
-Stage = Truncate | Compact
+@dataclass(frozen=True)
+class Spill:
+    """Spec 1.1 (brief 6b): write every candidate of the next compact stage in the list to
+    durable storage before it compacts. ``on_failure``: a failed write stops the session
+    (``"halt"``, nothing lost) or the compaction proceeds unspilled (``"proceed"``,
+    deepagents)."""
+
+    on_failure: OnFailure
+    line: int = 0
+    kind: Literal["spill"] = "spill"
+
+
+Stage = Truncate | Compact | Spill
 
 
 @dataclass(frozen=True)
@@ -75,6 +94,7 @@ class Policy:
     base_tokens: int = 0
     keep_first: int = 0
     window: int = 0  # spec 1.1: the model's context window in tokens (0: none)
+    messages_per_turn: tuple[int, int] = (1, 1)  # spec 1.1: [min, max] messages of one turn
     file: str = "<policy>"
     lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
 
@@ -99,13 +119,18 @@ class Policy:
         return 1
 
 
-_TOP = {"name", "base_tokens", "keep_first", "turn_tokens", "floor", "floor_unit", "stage", "window"}
+_TOP = {
+    "name", "base_tokens", "keep_first", "turn_tokens", "floor", "floor_unit", "stage", "window",
+    "messages_per_turn",
+}
 # knobs that may be written ["fraction", x]: x of the window, rounded down (brief 6b)
 _FRACTIONAL = {"limit", "trigger", "keep", "input_limit"}
 _TRUNCATE = {"kind", "unit", "limit"}
 _COMPACT = {
     "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit", "input",
+    "summary", "clip", "input_limit_unit",
 }
+_SPILL = {"kind", "on_failure"}
 _KEY_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]*\")\s*=")
 
 
@@ -175,8 +200,8 @@ class _Reader:
             raise self.fail(path, "required key is missing")
         value = table[key]
         if value not in UNITS:
-            raise self.fail(path, f"unit must be \"turns\" or \"tokens\", got {value!r}")
-        return "turns" if value == "turns" else "tokens"
+            raise self.fail(path, f"unit must be \"turns\", \"tokens\" or \"messages\", got {value!r}")
+        return "turns" if value == "turns" else "messages" if value == "messages" else "tokens"
 
     def choice(self, table: dict[str, Any], key: str, path: str, allowed: tuple[str, ...]) -> str:
         value = table.get(key, allowed[0])
@@ -199,8 +224,9 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
     kind = raw.get("kind")
     line = r.lines.get(path, 1)
     for knob, unit_key in (("limit", "unit"), ("trigger", "trigger_unit"), ("keep", "keep_unit"),
-                           ("input_limit", "")):
-        if isinstance(raw.get(knob), list) and unit_key and raw.get(unit_key) != "tokens":
+                           ("input_limit", "input_limit_unit")):
+        default_unit = "tokens" if knob == "input_limit" else None
+        if isinstance(raw.get(knob), list) and raw.get(unit_key, default_unit) != "tokens":
             raise r.fail(f"{path}.{knob}", f"a fraction of the window is in tokens, but "
                                            f"{unit_key} is {raw.get(unit_key)!r}")
     if kind == "truncate":
@@ -210,9 +236,19 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
             limit=r.integer(raw, "limit", f"{path}.limit", None),
             line=line,
         )
+    if kind == "spill":
+        r.unknown(raw, _SPILL, path + ".")
+        if "on_failure" not in raw:
+            raise r.fail(f"{path}.on_failure", 'required key is missing (expected "halt" or "proceed")')
+        on_failure = r.choice(raw, "on_failure", f"{path}.on_failure", ON_FAILURE)
+        return Spill(on_failure="proceed" if on_failure == "proceed" else "halt", line=line)
     if kind == "compact":
         r.unknown(raw, _COMPACT, path + ".")
-        return Compact(
+        clip = raw.get("clip", False)
+        if not isinstance(clip, bool):
+            raise r.fail(f"{path}.clip", f"expected true or false, got {clip!r}")
+        placement = r.choice(raw, "summary", f"{path}.summary", PLACEMENTS)
+        compact = Compact(
             trigger_unit=r.unit(raw, "trigger_unit", f"{path}.trigger_unit"),
             trigger=r.integer(raw, "trigger", f"{path}.trigger", None),
             keep_unit=r.unit(raw, "keep_unit", f"{path}.keep_unit"),
@@ -221,9 +257,18 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
             input_limit=r.integer(raw, "input_limit", f"{path}.input_limit", 0),
             line=line,
             input="all" if r.choice(raw, "input", f"{path}.input", INPUTS) == "all" else "candidates",
+            summary="message" if placement == "message" else "separate",
+            clip=clip,
+            input_limit_unit="messages" if r.choice(
+                raw, "input_limit_unit", f"{path}.input_limit_unit", ("tokens", "messages"),
+            ) == "messages" else "tokens",
         )
+        if clip and compact.input_limit == 0:
+            raise r.fail(f"{path}.clip", "clipping needs an input_limit > 0 (it clips the oldest "
+                                         "candidate that does not fit it)")
+        return compact
     reason = "required key is missing" if kind is None else f"unknown stage kind {kind!r}"
-    raise r.fail(f"{path}.kind", reason + " (expected \"truncate\" or \"compact\")")
+    raise r.fail(f"{path}.kind", reason + ' (expected "truncate", "compact" or "spill")')
 
 
 def _check_limits(r: _Reader, value: Any, path: str, depth: int) -> None:
@@ -260,6 +305,10 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
     except RecursionError:
         raise PolicyError(file, 1, "toml", f"nested too deeply (the limit is {MAX_DEPTH})") from None
     _check_limits(r, data, "", 1)
+    if "framework" in data:  # brief 6c: a framework preset writes the stages (pipeline/presets/)
+        from tailguard.pipeline.presets import expand
+
+        data = expand(data, file, lines, text)
     r.unknown(data, _TOP, "")
     r.window = r.integer(data, "window", "window", 0)
     if "window" in data and r.window < 1:
@@ -280,6 +329,17 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
         raise r.fail("turn_tokens", f"min must be >= 1 (a turn holds a token), got {tt[0]}")
     if tt[1] < tt[0]:
         raise r.fail("turn_tokens", f"cannot have max={tt[1]} < min={tt[0]}")
+    mpt = data.get("messages_per_turn", [1, 1])
+    if (
+        not isinstance(mpt, list)
+        or len(mpt) != 2
+        or any(isinstance(v, bool) or not isinstance(v, int) for v in mpt)
+    ):
+        raise r.fail("messages_per_turn", f"expected [min, max] integers, got {mpt!r}")
+    if mpt[0] < 1:
+        raise r.fail("messages_per_turn", f"min must be >= 1 (a turn holds a message), got {mpt[0]}")
+    if mpt[1] < mpt[0]:
+        raise r.fail("messages_per_turn", f"cannot have max={mpt[1]} < min={mpt[0]}")
     raw_stages = data.get("stage", [])
     if not isinstance(raw_stages, list):
         raise r.fail("stage", "use [[stage]] tables")
@@ -293,6 +353,7 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
         base_tokens=r.integer(data, "base_tokens", "base_tokens", 0),
         keep_first=r.integer(data, "keep_first", "keep_first", 0),
         window=r.window,
+        messages_per_turn=(mpt[0], mpt[1]),
         file=file,
         lines=lines,
     )

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tailguard.pipeline.model import FLOOR_INPUT, Finding
-from tailguard.pipeline.policy import Compact, Policy, Truncate
+from tailguard.pipeline.model import FLOOR_INPUT, SUMMARY_DROPPED, Finding
+from tailguard.pipeline.policy import Compact, Policy, Spill, Truncate
 from tailguard.pipeline.solver import Decision
 from tailguard.pipeline.suggest import Fix, Outcome
 
@@ -129,6 +129,8 @@ def describe_stage(policy: Policy, index: int) -> str:
     s = policy.stages[index]
     if isinstance(s, Truncate):
         what = f"truncate {s.unit} > {s.limit}"
+    elif isinstance(s, Spill):
+        what = f"spill, on failure {s.on_failure}"
     else:
         assert isinstance(s, Compact)
         what = f"compact at {s.trigger} {s.trigger_unit}, keep {s.keep} {s.keep_unit}"
@@ -154,11 +156,17 @@ def explain(policy: Policy, f: Finding) -> str:
             "it was not proved dead"
         return f"{where}: the floor is {policy.floor} {policy.floor_unit} but this stage " \
                f"truncates in another unit, so no truncation can honour it ({why})"
+    if f.kind == "dead_stage" and isinstance(policy.stages[f.stage], Spill):
+        return f"{where} never writes: no compact stage follows it"
     if f.kind == "dead_stage":
         return f"{where} never fires: no session of any length reaches its limit"
     if f.kind == "unreachable":
         return f"{where} can never fire before a loss: its trigger is above what " \
                f"{describe_stage(policy, f.offsets[0])} lets through"
+    if f.kind == "hole" and f.detail == SUMMARY_DROPPED:
+        return f"{where} after append {f.step} does not show the earlier summary whole to the " \
+               f"summarizer (summary = \"message\"): {_ranges(f.offsets)}, which only it held, " \
+               f"are lost"
     if f.kind == "hole":
         verb = "drops" if isinstance(policy.stages[f.stage], Truncate) else "hides from the summarizer"
         return f"{where} {verb} {_ranges(f.offsets)} after append {f.step}: never summarized"
@@ -180,7 +188,9 @@ def to_json(r: Report) -> dict[str, Any]:
     findings = [
         {"kind": f.kind, "stage": f.stage, "step": f.step, "offsets": list(f.offsets),
          "trace": [] if f.kind == "unenforceable" else list(d.trace),
-         "explanation": explain(r.policy, f), "detail": f.detail, "line": finding_line(r.policy, f)}
+         "explanation": explain(r.policy, f), "detail": f.detail, "line": finding_line(r.policy, f),
+         **({"messages": list(d.messages)} if d.messages and f.kind != "unenforceable" else {}),
+         **({"spill_failures": list(d.failures)} if d.failures and f.kind != "unenforceable" else {})}
         for f in d.findings
     ]
     out: dict[str, Any] = {"file": r.policy.file, "name": r.policy.name, "profile": d.profile,
@@ -223,6 +233,10 @@ def render_text(reports: list[Entry]) -> str:
                 lines.append(f"  {fields}")
             if f.kind != "unenforceable" and d.trace:
                 lines.append(f"  session ({len(d.trace)} appends, tokens each): {_trace(d.trace)}")
+                if d.messages:
+                    lines.append(f"  messages each: {_trace(d.messages)}")
+                if d.failures:
+                    lines.append(f"  spill writes fail at appends: {_trace(d.failures)}")
             lines.append(f"  fix: {hint(f)}")
         if r.suggested is not None:
             lines.extend(_suggest_text(r))

@@ -18,20 +18,25 @@ from typing import Any, Literal
 import z3
 
 from tailguard.pipeline.encode import (
+    PLAIN,
     AState,
     basic,
     encode_step,
     fresh_state,
     init_state,
     needed_window,
+    shape_of,
 )
 from tailguard.pipeline.houdini import houdini
 from tailguard.pipeline.model import (
     DEFAULT_PROFILE,
     Finding,
     Profile,
-    canonical_trace,
+    Session,
+    canonical_session,
+    inert,
     replay,
+    spill_modes,
     with_static,
 )
 from tailguard.pipeline.policy import Policy
@@ -83,6 +88,8 @@ class Decision:
     profile: Profile = DEFAULT_PROFILE
     exhausted: str = ""  # unknown: the budget that ran out, "depth" or "budget" (--depth, --budget)
     notes: tuple[Finding, ...] = ()  # dead_stage notes (brief 6b): not findings
+    messages: tuple[int, ...] = ()  # spec 1.1: messages of each append of ``trace`` (empty: the fewest)
+    failures: tuple[int, ...] = ()  # spec 1.1: appends (1-based) at which the spill writes fail
 
 
 def _rlimit_count(solver: Any) -> int:
@@ -109,21 +116,25 @@ class Bmc:
         self.solver = z3.Solver()
         self.solver.set("rlimit", rlimit)
         self.solver.set("random_seed", 0)
-        self.state = init_state(0)
+        self.shape = shape_of(policy)
+        self.state = init_state(0, self.shape)
         self.xs: list[Any] = []
+        self.ys: list[Any] = []
         self.depth = 0
         self.used = 0  # z3 resource units spent so far (cumulative over the solver's checks)
 
-    def deepen(self) -> tuple[int, ...] | Literal["unknown"] | None:
-        """Try one more step; a trace, ``None`` (no finding at this depth) or unknown."""
+    def deepen(self) -> Session | Literal["unknown"] | None:
+        """Try one more step; a session, ``None`` (no finding at this depth) or unknown.
+        A session's spill writes all fail (the encoding's ``proceed`` spill)."""
         self.depth += 1
         if len(self.state.w) < min(self.width, self.depth):  # d appends: at most d turns
-            st0 = self.state
-            self.state = AState(st0.p, st0.P, st0.sc, st0.S, st0.L, (*st0.w, z3.IntVal(0)))
+            self.state = self.state.widen()
         x = z3.Int(f"x{self.depth}")
         st = encode_step(self.policy, self.state, x, f"b{self.depth}", self.profile)
         self.solver.add(st.input_ok)
         self.xs.append(x)
+        if st.messages is not None:
+            self.ys.append(st.messages)
         self.solver.push()
         self.solver.add(z3.Or(*[b for _, b in st.bad]) if st.bad else z3.BoolVal(False))
         result = self.solver.check()
@@ -131,12 +142,15 @@ class Bmc:
         trace = None
         if result == z3.sat:
             model = self.solver.model()
-            trace = tuple(_model_int(model, v) for v in self.xs)
+            fails = "proceed" in spill_modes(self.policy).values()
+            trace = Session(tuple(_model_int(model, v) for v in self.xs),
+                            tuple(_model_int(model, v) for v in self.ys),
+                            frozenset(range(1, self.depth + 1)) if fails else frozenset())
         self.solver.pop()
         if result == z3.unknown:
             return "unknown"
         self.solver.add(st.clean)
-        fresh = fresh_state(f"b{self.depth}", len(st.nxt.w))  # named, so terms stay small
+        fresh = fresh_state(f"b{self.depth}", len(st.nxt.w), self.shape)  # named, so terms stay small
         self.solver.add(*[a == b for a, b in zip(fresh.flat(), st.nxt.flat(), strict=True)])
         self.state = fresh
         return trace
@@ -147,7 +161,7 @@ def find_invariant(
 ) -> tuple[str, Any]:
     """Run Spacer on the abstraction: ``("safe", Inv)`` with ``Var(i)`` the i-th state
     component, ``("unsafe", None)`` or ``("unknown", reason)``."""
-    st = spacer_state(width)
+    st = spacer_state(width, policy)
     x = z3.Int("x")
     step = encode_step(policy, st, x, "h", profile)
     sorts = [z3.IntSort()] * len(st.flat())
@@ -158,7 +172,7 @@ def find_invariant(
     solver.set("spacer.random_seed", 0)
     bound = st.flat() + step.inputs
     pre = z3.And(inv(*st.flat()), basic(policy, st), step.input_ok)
-    solver.add(inv(*init_state(width).flat()))
+    solver.add(inv(*init_state(width, shape_of(policy)).flat()))
     solver.add(z3.ForAll(bound, z3.Implies(z3.And(pre, step.clean), inv(*step.nxt.flat()))))
     for _, b in step.bad:
         solver.add(z3.ForAll(bound, z3.Implies(z3.And(pre, b), False)))
@@ -175,9 +189,9 @@ def find_invariant(
     return "unknown", solver.reason_unknown()
 
 
-def spacer_state(width: int) -> AState:
+def spacer_state(width: int, policy: Policy | None = None) -> AState:
     """The state variables Spacer's invariant is expressed over."""
-    return fresh_state("s", width)
+    return fresh_state("s", width, shape_of(policy) if policy is not None else PLAIN)
 
 
 def check_certificate(
@@ -189,7 +203,7 @@ def check_certificate(
     satisfies it and ``basic``; both are closed under clean appends; no append from
     them reaches a finding; and (non-vacuity) some clean append from them exists.
     """
-    st = fresh_state("c", width)
+    st = fresh_state("c", width, shape_of(policy))
     x = z3.Int("x")
     step = encode_step(policy, st, x, "v", profile)
 
@@ -198,7 +212,7 @@ def check_certificate(
 
     pre = z3.And(cert(st), step.input_ok)
     obligations = {
-        "initiation": z3.Not(cert(init_state(width))),
+        "initiation": z3.Not(cert(init_state(width, shape_of(policy)))),
         "consecution": z3.And(pre, step.clean, z3.Not(cert(step.nxt))),
         "safety": z3.And(pre, z3.Or(*[b for _, b in step.bad], z3.BoolVal(False))),
     }
@@ -276,15 +290,18 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
                 return (f"solver budget ran out: the bounded search at depth {bmc.depth} needed "
                         f"more than {budget.rlimit // MILLION}M z3 resource units; {raise_budget}")
             if got is not None:
-                trace = canonical_trace(policy, list(got), profile)
-                found, at = replay(policy, list(trace), profile)
-                if at != len(got):  # the abstraction disagrees with the model: never report
-                    return f"trace {list(got)} did not replay (step {at}); please report"
-                return done("unsafe", tuple(found), trace=trace, method=f"bmc depth {len(got)}")
+                session = canonical_session(policy, got, profile)
+                found, at = replay(policy, session.sizes, profile, session.messages, session.failures)
+                if at != len(got.sizes):  # the abstraction disagrees with the model: never report
+                    return f"trace {list(got.sizes)} did not replay (step {at}); please report"
+                return done("unsafe", tuple(found), trace=session.sizes, messages=session.messages,
+                            failures=tuple(sorted(session.failures)),
+                            method=f"bmc depth {len(got.sizes)}")
         return None
 
-    if not policy.stages:
-        return done("safe", (), method="no stages: nothing is ever lost")
+    if inert(policy):
+        return done("safe", (), method="no window and no truncate or compact stage: nothing is "
+                                       "ever lost")
     width = need if need <= budget.max_window else 1
     exact = need <= budget.max_window
 

@@ -6,7 +6,8 @@ the same profile judges every compaction exactly as the model did (brief 6b, "Ag
 with the runtime"):
 
 - **Unit.** The log is in the floor's unit (``turns``: offsets are turn indices;
-  ``tokens``: every turn appends its size, offsets are token offsets), so the header's
+  ``tokens``: every turn appends its size, offsets are token offsets; ``messages``: every
+  turn appends its messages), so the header's
   ``recovery_floor_span`` is the policy's ``floor`` itself. ``floor_unit`` and
   ``truncator_unit`` are that unit too: every eviction is written in it. A unit mismatch
   between the floor and a truncate stage is a static finding the log cannot show.
@@ -18,7 +19,12 @@ with the runtime"):
   saw none), ``summary_input`` is the same (``input = "candidates"``) or reaches to the
   history end (``input = "all"``: the tail was shown too), ``tail_start`` the first tail
   turn. The earlier summary is not an offset range: the audit counts earlier coverage as
-  prior coverage (the defaults of brief 4c: every compaction saw the summary before it).
+  prior coverage (the defaults of brief 4c: every compaction saw the summary before it),
+  except where a ``summary = "message"`` compaction did not show it whole: that line says
+  ``"saw": []`` and the earlier coverage leaves the context (brief 4c lineage).
+- **spill** (spec 1.1): the candidates a spill stage wrote (handle ``"spill"``), just
+  before their compaction. A failed write writes nothing; a failed ``halt`` write ends
+  the log.
 - A triggered compaction with nothing to summarize did nothing and is not written, except
   as the judged point of an extended log (below).
 
@@ -40,7 +46,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tailguard.pipeline.model import DEFAULT_PROFILE, Event, Finding, Profile, State, step
+from tailguard.pipeline.model import DEFAULT_PROFILE, Event, Finding, Profile, Session, State, step
 from tailguard.pipeline.policy import Compact, Policy
 
 MAX_EXTENSION = 1_000
@@ -87,14 +93,14 @@ def _runs(indices: tuple[int, ...]) -> list[Pair]:
 
 
 def _simulate(
-    policy: Policy, trace: list[int], profile: Profile, extend: bool
+    policy: Policy, session: Session, profile: Profile, extend: bool
 ) -> tuple[list[Event], State, bool]:
-    """Model events of ``trace`` (extended and cut when ``extend``) and whether the log
+    """Model events of ``session`` (extended and cut when ``extend``) and whether the log
     needs a forced compaction at its end."""
     state = State()
     events: list[Event] = []
-    for size in trace:
-        step(policy, state, size, events, profile)
+    for k, size in enumerate(session.sizes):
+        step(policy, state, size, events, profile, session.count(policy, k), k + 1 in session.failures)
     first = next((k for k, e in enumerate(events) if e.kind == "loss"), None)
     if not extend or first is None:
         return [e for e in events if e.kind != "attempt"], state, False
@@ -106,8 +112,10 @@ def _simulate(
     if end is None:  # continue the session, on a copy, up to a compaction
         trial, trial_state = list(events), state.copy()
         for _ in range(MAX_EXTENSION):
+            if trial_state.halted:
+                break
             scanned = len(trial)
-            step(policy, trial_state, policy.turn_max, trial, profile)
+            step(policy, trial_state, policy.turn_max, trial, profile, policy.messages_per_turn[1])
             end = judged(trial, scanned)
             if end is not None:
                 events, state = trial, trial_state
@@ -118,10 +126,19 @@ def _simulate(
 
 
 def session_log(
-    policy: Policy, trace: list[int], profile: Profile = DEFAULT_PROFILE, *, extend: bool = False
+    policy: Policy,
+    trace: list[int] | tuple[int, ...],
+    profile: Profile = DEFAULT_PROFILE,
+    *,
+    extend: bool = False,
+    messages: tuple[int, ...] | list[int] = (),
+    failures: frozenset[int] | set[int] = frozenset(),
 ) -> SessionLog:
-    """Run ``trace`` through the model under ``profile`` and write its event log."""
-    events, state, forced = _simulate(policy, trace, profile, extend)
+    """Run ``trace`` (turn sizes; ``messages`` and spill ``failures`` as in
+    :class:`tailguard.pipeline.model.Session`) through the model under ``profile`` and
+    write its event log."""
+    session = Session(tuple(trace), tuple(messages), frozenset(failures))
+    events, state, forced = _simulate(policy, session, profile, extend)
     unit = policy.floor_unit
     starts: list[int] = []  # log offset of each turn
     end = 0  # the history end, in log offsets
@@ -134,8 +151,8 @@ def session_log(
     compact_at: list[int] = []  # indices into out
     for event in events:
         if event.kind == "append":
-            (size,) = event.data
-            count = size if unit == "tokens" else 1
+            size, messages_ = event.data
+            count = size if unit == "tokens" else messages_ if unit == "messages" else 1
             index = len(starts)
             starts.append(end)
             end += count
@@ -155,6 +172,11 @@ def session_log(
         elif event.kind == "truncate":
             lo, hi = event.data
             out.append({"event": "truncate", "range": [off(lo), off(hi)]})
+        elif event.kind == "spill":
+            lo, hi = event.data
+            out.append({"event": "spill", "range": [off(lo), off(hi)], "handle": "spill"})
+        elif event.kind == "halt":
+            continue
         elif event.kind == "loss":
             assert event.finding is not None
             pending.append((event.finding, len(out)))
@@ -163,11 +185,14 @@ def session_log(
             compact_at.append(len(out))
             out.append(_compaction(off(t), off(t), off(t), off(t)))
         else:
-            stage, seen, t = event.data
+            stage, seen, t, inherited = event.data
             s = policy.stages[stage]
             assert isinstance(s, Compact)
             compact_at.append(len(out))
-            out.append(_compaction(off(seen), end if s.input == "all" else off(t), off(t), off(t)))
+            line = _compaction(off(seen), end if s.input == "all" else off(t), off(t), off(t))
+            if not inherited:
+                line["saw"] = []
+            out.append(line)
     if forced:
         t = state.verbatim[0] if state.verbatim else len(state.sizes)
         compact_at.append(len(out))
@@ -189,11 +214,16 @@ def _compaction(a: int, b: int, c: int, t: int) -> dict[str, Any]:
 
 
 def session_events(
-    policy: Policy, trace: list[int], profile: Profile = DEFAULT_PROFILE
+    policy: Policy,
+    trace: list[int],
+    profile: Profile = DEFAULT_PROFILE,
+    messages: tuple[int, ...] = (),
+    failures: frozenset[int] = frozenset(),
 ) -> list[dict[str, Any]]:
     """The ``--emit-trace`` log of a failing ``trace``: it ends at the compaction that
     judges the first loss."""
-    return session_log(policy, trace, profile, extend=True).lines
+    return session_log(policy, trace, profile, extend=True, messages=messages,
+                       failures=failures).lines
 
 
 def render_jsonl(events: list[dict[str, Any]]) -> str:

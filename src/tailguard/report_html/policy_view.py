@@ -49,7 +49,8 @@ class Step:
 def _units(policy: Policy) -> list[str]:
     used: list[str] = []
     for s in policy.stages:
-        for u in ((s.unit,) if isinstance(s, Truncate) else (s.trigger_unit,)):
+        for u in ((s.unit,) if isinstance(s, Truncate) else (s.trigger_unit,) if isinstance(s, Compact)
+                  else ()):
             if u not in used:
                 used.append(u)
     if getattr(policy, "window", 0) and "tokens" not in used:

@@ -122,6 +122,132 @@ function _bounded(items, low, high) {
   return true;
 }
 
+// Strict JSON reading (SPEC.md sections 3.1 and 3.4). JSON.parse cannot serve: it reads 60.0 and
+// 6e1 as the integer 60, keeps the last of two equal keys, and rounds integers beyond 2^53.
+/** A JSON number written with a fraction or an exponent (60.0, 6e1): never an integer. */
+export class JsonFloat {
+  constructor(text) {
+    this.text = text;
+  }
+
+  toString() {
+    return this.text;
+  }
+}
+
+export const MAX_INT_DIGITS = 1000;  // digits of one integer (sign not counted)
+export const MAX_DEPTH = 64;  // arrays and objects nested in one JSON text
+
+const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+const WORDS = [["true", true], ["false", false], ["null", null]];
+
+/**
+ * Read one JSON text exactly: an integer as a number when it is a safe integer, else as a BigInt
+ * (which readInt refuses: this checker's documented limit, never a rounded decision); a number with
+ * a fraction or an exponent as a JsonFloat; objects without a prototype. A repeated key, NaN, an
+ * integer of more than MAX_INT_DIGITS digits, nesting deeper than MAX_DEPTH or text that is not
+ * JSON throws CaseError (the repeated key's name, else `what`).
+ */
+export function readJSON(text, what = "json") {
+  let i = 0;
+  const fail = (why) => {
+    throw new CaseError(what, `${why} (at character ${i + 1})`);
+  };
+  const space = () => {
+    while (i < text.length && (text[i] === " " || text[i] === "\t" || text[i] === "\n" || text[i] === "\r")) i += 1;
+  };
+  const match = (re) => {
+    re.lastIndex = i;
+    const m = re.exec(text);
+    if (m !== null) i = re.lastIndex;
+    return m;
+  };
+  const value = (depth) => {
+    space();
+    const c = text[i];
+    if (c === "{" || c === "[") {
+      if (depth >= MAX_DEPTH) fail(`nested more than ${MAX_DEPTH} deep (the limit)`);
+      return c === "{" ? object(depth + 1) : array(depth + 1);
+    }
+    if (c === '"') {
+      const m = match(STRING);
+      if (m === null) fail("an invalid string");
+      return JSON.parse(m[0]);
+    }
+    if (c === "-" || (c >= "0" && c <= "9")) {
+      const m = match(NUMBER);
+      if (m === null) fail("an invalid number");
+      if (m[1] !== undefined || m[2] !== undefined) return new JsonFloat(m[0]);
+      const digits = m[0].length - (m[0][0] === "-" ? 1 : 0);
+      if (digits > MAX_INT_DIGITS) fail(`an integer of ${digits} digits (the limit is ${MAX_INT_DIGITS})`);
+      const n = Number(m[0]);
+      return Number.isSafeInteger(n) ? n : BigInt(m[0]);
+    }
+    for (const [word, v] of WORDS) {
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return v;
+      }
+    }
+    return fail(c === undefined ? "unexpected end of the text" : `unexpected ${JSON.stringify(c)}; not JSON`);
+  };
+  const array = (depth) => {
+    i += 1;
+    const out = [];
+    space();
+    if (text[i] === "]") {
+      i += 1;
+      return out;
+    }
+    for (;;) {
+      out.push(value(depth));
+      space();
+      if (text[i] === ",") {
+        i += 1;
+      } else if (text[i] === "]") {
+        i += 1;
+        return out;
+      } else {
+        fail("expected ',' or ']'");
+      }
+    }
+  };
+  const object = (depth) => {
+    i += 1;
+    const out = Object.create(null);
+    space();
+    if (text[i] === "}") {
+      i += 1;
+      return out;
+    }
+    for (;;) {
+      space();
+      if (text[i] !== '"') fail("expected a key");
+      const key = JSON.parse(match(STRING)?.[0] ?? fail("an invalid key"));
+      if (Object.hasOwn(out, key)) throw new CaseError(key, "key repeated in one object");
+      space();
+      if (text[i] !== ":") fail("expected ':'");
+      i += 1;
+      out[key] = value(depth);
+      space();
+      if (text[i] === ",") {
+        i += 1;
+      } else if (text[i] === "}") {
+        i += 1;
+        return out;
+      } else {
+        fail("expected ',' or '}'");
+      }
+    }
+  };
+  if (typeof text !== "string") throw new CaseError(what, `expected JSON text, got ${typeof text}`);
+  const result = value(0);
+  space();
+  if (i < text.length) fail("text after the JSON value");
+  return result;
+}
+
 // Profile 'seed': The seed's assert_compaction_safe, transcribed bit for bit on any integers, quirks included.
 function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
   const v_a = v_I[0];  // a = I.lo
@@ -246,13 +372,15 @@ export function check(profile, fields = {}) {
 }
 
 function describe(value) {
+  if (value instanceof JsonFloat) return "number";
   return value === null ? "null" : Array.isArray(value) ? "list" : typeof value;
 }
 
 function show(value) {
   let text;
   try {
-    text = typeof value === "bigint" ? `${value}n` : typeof value === "number" ? String(value)
+    text = value instanceof JsonFloat ? value.text : typeof value === "bigint" ? `${value}n`
+      : typeof value === "number" ? String(value)
       : JSON.stringify(value);
   } catch {
     text = undefined;
@@ -261,11 +389,19 @@ function show(value) {
   return text.length <= 60 ? text : `${text.slice(0, 57)}...`;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 function readInt(value, field) {
-  if (typeof value !== "number" || !Number.isSafeInteger(value)) {
-    throw new CaseError(field, `expected an integer, got ${describe(value)} ${show(value)}`);
+  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  const wide = typeof value === "bigint" ? value > MAX_SAFE || value < -MAX_SAFE
+    : typeof value === "number" && Number.isInteger(value);
+  if (wide) {
+    const digits = String(value);
+    const shown = digits.length <= 60 ? digits : `${digits.slice(0, 57)}...`;
+    throw new CaseError(field, `the integer ${shown} is beyond ±(2^53-1), this checker's limit ` +
+      "(JavaScript numbers are exact only up to there; SPEC.md section 3.4)");
   }
-  return value;
+  throw new CaseError(field, `expected an integer, got ${describe(value)} ${show(value)}`);
 }
 
 function readPair(value, field) {
@@ -330,4 +466,9 @@ export function readCase(caseObject) {
 /** Read and decide one case given in the tailguard check JSON format. */
 export function checkCase(caseObject, profile = "strict") {
   return check(profile, readCase(caseObject));
+}
+
+/** Read (strictly, readJSON) and decide one case given as JSON text. */
+export function checkCaseText(text, profile = "strict") {
+  return checkCase(readJSON(text, "case"), profile);
 }

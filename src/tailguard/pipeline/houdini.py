@@ -88,6 +88,8 @@ def _verbatim_bounds(policy: Policy) -> list[Lemma]:
     # summary alone, ``summary = "message"``, reads: its floor is the tail's)
     for value in range(1, max(values["L"], default=0) + 1):
         out.append(_component("L", value, at_least=True))
+    if shape_of(policy).unspilled:  # every compaction spilled: the summary holds nothing unspilled
+        out.append(_component("U", 0))
     return out
 
 

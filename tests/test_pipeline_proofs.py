@@ -32,7 +32,7 @@ def test_broken_spill_effect_is_caught() -> None:
     from tailguard.pipeline.encode import spill_effect
 
     def sticky(spilled: bool, unseen: Any, dropped: Any, summarized: Any, u: Any) -> Any:
-        lost, nxt = spill_effect(spilled, unseen, dropped, summarized, u)
+        lost, _ = spill_effect(spilled, unseen, dropped, summarized, u)
         return lost, (z3.If(summarized, 1, u) if spilled else z3.IntVal(0))
 
     def forgetful(spilled: bool, unseen: Any, dropped: Any, summarized: Any, u: Any) -> Any:

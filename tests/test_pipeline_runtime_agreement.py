@@ -375,3 +375,29 @@ def test_generator_reaches_every_outcome() -> None:
         check_agreement(policy, sizes, profile)
     assert seen >= {"allowed", "hole:truncated, never summarized", "hole:summarizer input clipped",
                     "floor:floor turns not in context", f"floor:{FLOOR_INPUT}", "overflow"}, seen
+
+
+def test_spec_1_1_outcomes_agree_with_the_audit() -> None:
+    """Not vacuous, spec 1.1: a summary dropped by a ``message`` compaction (``"saw": []``,
+    its coverage a hole), spilled candidates (``spill`` lines, no hole), a failed
+    ``proceed`` write (a hole) and a message-counted session, each audited in agreement."""
+    dropping = Policy("m", 1, 2, 0, "turns", (Compact("tokens", 4, "turns", 1, 2, 3, summary="message"),))
+    spilled = Policy("s", 1, 2, 0, "turns", (SpillStage("proceed"), Compact("tokens", 4, "turns", 1, 1, 1)))
+    counted = Policy("c", 1, 1, 3, "messages", (Compact("turns", 3, "messages", 3, 1),),
+                     messages_per_turn=(1, 2))
+    seen: set[str] = set()
+    for policy, sizes, messages, failures in [
+        (dropping, [2, 2, 2, 2], None, frozenset()),
+        (spilled, [2, 2, 2, 2], None, frozenset()),
+        (spilled, [2, 2, 2, 2], None, frozenset({3})),
+        (counted, [1, 1, 1, 1], [1, 2, 2, 1], frozenset()),
+    ]:
+        for profile in ("partitioned", "strict"):
+            check_agreement(policy, sizes, profile, messages, failures)  # type: ignore[arg-type]
+        log = session_log(policy, sizes, messages=messages or [], failures=failures)
+        seen |= {f"{x.finding.kind}:{x.finding.detail}" for x in log.losses}
+        seen |= {"saw []" for e in log.lines if e.get("saw") == []}
+        seen |= {"spill" for e in log.lines if e.get("handle") == "spill"}
+        seen |= {"messages" for e in log.lines if e["event"] == "session" and e["unit"] == "messages"}
+    assert seen >= {f"hole:{SUMMARY_DROPPED}", "saw []", "spill", "hole:summarizer input clipped",
+                    "floor:floor turns not in context", "messages"}, seen

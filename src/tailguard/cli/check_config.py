@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from tailguard.pipeline.model import Profile
+    from tailguard.pipeline.report import Entry
+    from tailguard.pipeline.solver import Budget
+
+DEFAULT_TIMEOUT = 60.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "strict: it must also be in the summarizer's input "
                              "(audit the emitted trace with the same profile)")
     parser.add_argument("--suggest", action="store_true",
-                        help="for each knob, the nearest value that makes the policy safe")
+                        help="search the nearest sane knob values (one knob or several) that make "
+                             "the policy safe; every fix is re-checked safe on the edited file; "
+                             "a progress line per probe goes to stderr")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help="--suggest: stop the fix search (all files together) after SECONDS "
+                             f"and report the fixes verified so far (default {DEFAULT_TIMEOUT:g}; "
+                             "SIGINT and SIGTERM do the same)")
     parser.add_argument("--emit-trace", metavar="FILE",
                         help="write the failing session as a JSONL event log for `tailguard audit`")
     parser.add_argument("--html", metavar="REPORT.html",
@@ -44,10 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """Check every policy; print the report; return the exit code."""
     from tailguard.pipeline.policy import Policy, PolicyError, load_policy
-    from tailguard.pipeline.report import EXIT_CODES, BadFile, Entry, Report, overall
+    from tailguard.pipeline.report import EXIT_CODES, BadFile, Report, overall
 
     if args.depth < 1 or args.budget < 1:
         print("tailguard check-config: --depth and --budget must be >= 1", file=stderr)
+        return 2
+    if not args.timeout > 0:  # also refuses nan
+        print(f"tailguard check-config: --timeout must be > 0 seconds, got {args.timeout}", file=stderr)
         return 2
     loaded: list[Policy | BadFile] = []
     for path in args.policies:  # a bad file is reported in its place; the others are checked
@@ -56,10 +72,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         except PolicyError as exc:
             print(f"tailguard check-config: {exc}", file=stderr)
             loaded.append(BadFile(exc.file, exc.line, exc.key, exc.reason, str(exc)))
-    from tailguard.pipeline.model import Profile
     from tailguard.pipeline.report import render_json, render_sarif, render_text
     from tailguard.pipeline.solver import Budget, decide
-    from tailguard.pipeline.suggest import suggest
     from tailguard.pipeline.trace import render_jsonl, session_events
 
     profile: Profile = "strict" if args.profile == "strict" else "partitioned"
@@ -69,11 +83,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         if isinstance(policy, BadFile):
             entries.append(policy)
             continue
-        decision = decide(policy, budget, profile=profile)
-        progress = (lambda line: print(line, file=stderr, flush=True)) if stderr.isatty() else None
-        extra = (suggest(policy, budget, progress, profile=profile)
-                 if args.suggest and decision.verdict != "safe" else [])
-        entries.append(Report(policy, decision, extra))
+        entries.append(Report(policy, decide(policy, budget, profile=profile)))
+    if args.suggest:
+        _suggest_all(entries, budget, profile, args.timeout, stderr)
     if args.emit_trace:
         failing = next((r for r in entries if isinstance(r, Report) and r.decision.trace), None)
         if failing is None:
@@ -99,3 +111,35 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     render = {"text": render_text, "json": render_json, "sarif": render_sarif}[args.format]
     stdout.write(render(entries))
     return EXIT_CODES[overall(entries)]
+
+
+def _suggest_all(entries: list[Entry], budget: Budget, profile: Profile, timeout: float,
+                 stderr: TextIO) -> None:
+    """Run ``--suggest`` on every policy not proved safe, one deadline for all, stoppable by
+    SIGINT/SIGTERM; each report gets the fixes verified before any stop."""
+    from tailguard.pipeline.report import Report
+    from tailguard.pipeline.suggest import suggest
+    from tailguard.pipeline.suggest_stop import StopFlag, run_stoppable
+
+    flag = StopFlag(timeout)
+
+    def say(line: str) -> None:
+        print(line, file=stderr, flush=True)
+
+    def work() -> None:
+        for entry in entries:
+            if not isinstance(entry, Report) or entry.decision.verdict == "safe":
+                continue
+            say(f"suggest: {entry.policy.file}: searching (timeout {timeout:g} s for all files)")
+            entry.suggested = suggest(entry.policy, entry.decision, budget, profile=profile,
+                                      flag=flag, progress=say)
+            if entry.suggested.stopped:
+                say(f"suggest: stopped by {entry.suggested.stopped}; printing the fixes verified so far")
+                break
+
+    run_stoppable(work, flag)
+    for entry in entries:  # the policies the stop left unsearched
+        if isinstance(entry, Report) and entry.decision.verdict != "safe" and entry.suggested is None:
+            from tailguard.pipeline.suggest import Outcome
+
+            entry.suggested = Outcome(stopped=flag.reason or "timeout")

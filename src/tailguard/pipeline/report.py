@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tailguard.pipeline.model import FLOOR_INPUT, SUMMARY_DROPPED, Finding
 from tailguard.pipeline.policy import Compact, Policy, Spill, Truncate
 from tailguard.pipeline.solver import Decision
+from tailguard.pipeline.suggest import Fix, Outcome
 
 RULES: dict[str, str] = {
     "hole": "a turn leaves the context without ever being summarized",
@@ -71,11 +72,15 @@ def hint(f: Finding) -> str:
 
 @dataclass
 class Report:
-    """One policy's result, with optional fix suggestions (``suggest.Suggestion`` dicts)."""
+    """One policy's result, with the outcome of ``--suggest`` when it ran."""
 
     policy: Policy
     decision: Decision
-    suggestions: list[dict[str, Any]] = field(default_factory=list)
+    suggested: Outcome | None = None
+
+    @property
+    def fixes(self) -> list[Fix]:
+        return self.suggested.fixes if self.suggested else []
 
 
 @dataclass(frozen=True)
@@ -198,8 +203,9 @@ def to_json(r: Report) -> dict[str, Any]:
     if d.notes:
         out["notes"] = [{"kind": f.kind, "stage": f.stage, "line": r.policy.stages[f.stage].line,
                          "explanation": explain(r.policy, f), "detail": f.detail} for f in d.notes]
-    if r.suggestions:
-        out["suggestions"] = r.suggestions
+    if r.suggested is not None:
+        out["fixes"] = [f.as_json() for f in r.suggested.fixes]
+        out["suggest"] = r.suggested.as_json()
     return out
 
 
@@ -222,6 +228,9 @@ def render_text(reports: list[Entry]) -> str:
         for f in d.findings:
             line = finding_line(p, f)
             lines.append(f"{p.file}:{line}: {f.kind}: {explain(p, f)}")
+            fields = _fields(f)
+            if fields:
+                lines.append(f"  {fields}")
             if f.kind != "unenforceable" and d.trace:
                 lines.append(f"  session ({len(d.trace)} appends, tokens each): {_trace(d.trace)}")
                 if d.messages:
@@ -229,13 +238,48 @@ def render_text(reports: list[Entry]) -> str:
                 if d.failures:
                     lines.append(f"  spill writes fail at appends: {_trace(d.failures)}")
             lines.append(f"  fix: {hint(f)}")
-        for s in r.suggestions:
-            lines.append(f"  suggest: {s['text']}")
+        if r.suggested is not None:
+            lines.extend(_suggest_text(r))
         if d.verdict == "unsafe":
             kinds = ", ".join(sorted({f.kind for f in d.findings}))
             lines.append(f"{p.file}: unsafe: {p.name}: {len(d.findings)} finding(s) ({kinds}), "
                          f"profile {d.profile}, {d.seconds:.2f}s")
     return "\n".join(lines) + "\n" if lines else ""
+
+
+def _fields(f: Finding) -> str:
+    """The finding's machine-readable fields: ``append=9 stage=0 offsets=[0, 1)`` (the
+    append is 1-based; the offsets are turn indices, as maximal half-open runs)."""
+    if f.kind in ("unenforceable", "dead_stage", "unreachable"):
+        return ""
+    out = f"append={f.step} stage={f.stage}"
+    if f.offsets:
+        out += f" offsets={_ranges(f.offsets).removeprefix('turns ')}"
+    return out
+
+
+def _suggest_text(r: Report) -> list[str]:
+    """``--suggest``'s lines: each verified fix, then how the search went."""
+    o = r.suggested
+    assert o is not None
+    lines = []
+    for n, fix in enumerate(o.fixes, start=1):
+        moved = ", ".join(f"{c.key} {c.old} -> {c.new} (line {c.line})" for c in fix.changes)
+        weak = "; weakens a requirement" if fix.requirement else ""
+        lines.append(f"  suggest {n}: {moved}: re-checked {fix.verdict} ({fix.found_by}{weak})")
+        for c in fix.changes:
+            if c.beyond is not None:
+                lines.append(f"    {c.key} = {c.beyond} is {c.beyond_verdict or 'not safe'}")
+    how = f"{o.probes} probes ({o.refuted} refuted by replaying a known failing session), " \
+          f"{o.seconds:.1f} s"
+    if not o.fixes:
+        why = f"stopped by {o.stopped}" if o.stopped else "searched every sane range"
+        lines.append(f"  suggest: no verified fix found ({why}; {how})")
+    elif o.stopped:
+        lines.append(f"  suggest: stopped by {o.stopped}: the best fixes so far ({how})")
+    else:
+        lines.append(f"  suggest: search complete ({how})")
+    return lines
 
 
 def _trace(trace: tuple[int, ...]) -> str:
@@ -276,49 +320,44 @@ def sarif_uri(file: str) -> dict[str, str]:
 
 
 def _code_flow(r: Report, f: Finding) -> list[dict[str, Any]]:
-    """The failing session as a SARIF ``codeFlow``: one location per run of equal appends,
-    the last one at the finding."""
+    """The failing session as a SARIF ``codeFlow``: one thread-flow location per append, in
+    order (``executionOrder`` is the append's number), at the finding's line; the last one
+    names the finding."""
     trace, line = r.decision.trace, finding_line(r.policy, f)
-    steps: list[dict[str, Any]] = []
-    i = 0
-    while i < len(trace):
-        j = i
-        while j < len(trace) and trace[j] == trace[i]:
-            j += 1
-        what = f"append {i + 1}" if j - i == 1 else f"appends {i + 1} to {j}"
-        steps.append({"location": {
-            "physicalLocation": {"artifactLocation": sarif_uri(r.policy.file),
-                                 "region": {"startLine": max(1, line)}},
-            "message": {"text": f"{what}: {trace[i]} tokens each" if j - i > 1
-                        else f"{what}: {trace[i]} tokens"}}})
-        i = j
+    where = {"physicalLocation": {"artifactLocation": sarif_uri(r.policy.file),
+                                  "region": {"startLine": max(1, line)}}}
+    steps: list[dict[str, Any]] = [
+        {"executionOrder": n, "location": {**where, "message": {"text": f"append {n}: {size} tokens"}}}
+        for n, size in enumerate(trace, start=1)]
     if steps:
-        steps[-1]["location"]["message"]["text"] += f"; {f.kind} at stage {f.stage}"
-    return [{"threadFlows": [{"locations": steps}]}]
+        steps[-1]["location"]["message"]["text"] += f"; {f.kind} at stage {f.stage}: {explain(r.policy, f)}"
+    return [{"message": {"text": f"the failing session: {len(trace)} appends"},
+             "threadFlows": [{"locations": steps}]}]
 
 
 def _fixes(r: Report) -> list[dict[str, Any]]:
-    """``--suggest``'s numeric (and ``input``) suggestions as SARIF fixes: the line of the
-    knob replaced by the suggested value."""
+    """``--suggest``'s verified fixes as SARIF ``fix`` objects: each changed knob's line
+    replaced by ``key = value`` (or the line inserted after its table's header). A fix whose
+    file cannot be edited in place has no ``artifactChanges`` and is left out (SARIF needs
+    at least one); JSON still lists it."""
     out: list[dict[str, Any]] = []
-    for s in r.suggestions:
-        if "to" not in s or not s.get("line"):
+    try:
+        with open(r.policy.file, encoding="utf-8") as f:
+            source = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        source = []
+    for fix in r.fixes:
+        if not fix.replacements:
             continue
-        key = str(s["knob"]).rpartition(".")[2]
-        if key == "turn_tokens":
-            text = f"turn_tokens = [{r.policy.turn_min}, {s['to']}]"
-        else:
-            text = f"{key} = {json.dumps(s['to'])}"
-        out.append({"description": {"text": s["text"]}, "artifactChanges": [{
+        out.append({"description": {"text": fix.text}, "artifactChanges": [{
             "artifactLocation": sarif_uri(r.policy.file),
-            "replacements": [{"deletedRegion": {"startLine": s["line"]},
-                              "insertedContent": {"text": text}}]}]})
+            "replacements": [rep.sarif(source) for rep in fix.replacements]}]})
     return out
 
 
 def render_sarif(reports: list[Entry]) -> str:
     """SARIF 2.1.0, one result per finding, located at the faulty stage's line, with the
-    failing session as a ``codeFlow`` and ``--suggest``'s fixes as ``fixes`` on the first;
+    failing session as a ``codeFlow`` and ``--suggest``'s fixes as ``fixes`` on each;
     the profile is a property of the run and of every result. A bad file is an ``error``
     result (rule ``input``) at its line, so one bad file never empties the document."""
     from tailguard import SPEC_VERSION, __version__
@@ -336,13 +375,16 @@ def render_sarif(reports: list[Entry]) -> str:
             if r.decision.trace and f.kind != "unenforceable":
                 result["codeFlows"] = _code_flow(r, f)
             if fixes:
-                result["fixes"], fixes = fixes, []
+                result["fixes"] = fixes
             results.append(result)
         for f in r.decision.notes:
             results.append(_result(r.policy.file, finding_line(r.policy, f), f.kind, "note",
                                    explain(r.policy, f), profile))
         if r.decision.verdict == "unknown":
-            results.append(_result(r.policy.file, 1, "unknown", "warning", r.decision.detail, profile))
+            result = _result(r.policy.file, 1, "unknown", "warning", r.decision.detail, profile)
+            if fixes:
+                result["fixes"] = fixes
+            results.append(result)
     profiles = sorted({r.decision.profile for r in reports if isinstance(r, Report)}) or \
         ["partitioned"]
     rules = [{"id": k, "shortDescription": {"text": v}, "fullDescription": {"text": FULL[k]},

@@ -295,8 +295,26 @@ def test_model_and_audit_agree_long(profile: Profile, policy: Policy, raw: list[
 def test_emitted_trace_refuses_exactly_at_the_loss(profile: Profile, policy: Policy, raw: list[int]) -> None:
     """``--emit-trace``: every compaction before the model's first loss is allowed, and the
     log ends at the compaction that judges it, refused (with the first hole named)."""
+    check_emitted(policy, _clamp(policy, raw), profile)
+
+
+@pytest.mark.parametrize("profile", PROFILE_PARAMS)
+@settings(max_examples=int(os.environ.get("TAILGUARD_RUNTIME_CI_EXAMPLES", "150")) // 2, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(policy=policies(spec11=True), raw=sessions, raw_messages=sessions, failures=failure_sets)
+def test_emitted_trace_refuses_exactly_at_the_loss_spec_1_1(
+    profile: Profile, policy: Policy, raw: list[int], raw_messages: list[int], failures: frozenset[int]
+) -> None:
     sizes = _clamp(policy, raw)
-    log = session_log(policy, sizes, profile, extend=True)
+    lo, hi = policy.messages_per_turn
+    messages = [min(max(m, lo), hi) for m in raw_messages[: len(sizes)]]
+    messages += [lo] * (len(sizes) - len(messages))
+    check_emitted(policy, sizes, profile, messages, failures)
+
+
+def check_emitted(policy: Policy, sizes: list[int], profile: Profile, messages: list[int] | None = None,
+                  failures: frozenset[int] = frozenset()) -> None:
+    log = session_log(policy, sizes, profile, extend=True, messages=messages or [], failures=failures)
     audit = _audit(log, profile)
     assert sorted(audit) == list(log.compactions)
     if not log.losses:

@@ -1,11 +1,19 @@
-"""Cost of one decision by the generated checker, as ratios against the seed's guard.
+"""Cost of one decision by the generated checker, against the seed's guard and two floors.
 
-Both run in this process on the same cases, best of several timeit repeats. The seed's
-loop is O(k) in the number of truncations and reads nothing else; the strict checker also
-merges prior coverage and spills (O(k log k)). The "per interval" column shows the growth:
-it must stay flat (up to the log factor) as k grows.
+Everything runs in this one process on the same cases (best of several timeit repeats): the
+seed's guard (``assert_compaction_safe``, which reads only the truncations), the generated
+checker through its public keyword API for every profile, and two floors over the same 3k
+intervals (k truncations, k prior coverages, k spills):
 
-    python benchmarks/bench_checker.py [--quick]
+* sort + merge: ``sorted`` of the three lists together, then one merging pass (what any exact
+  decision over unsorted lists needs at least);
+* linear scan: the same merging pass over each list as given, without the sort (the floor
+  on sorted input, which is what a ledger or an adapter writes).
+
+The ratios are what count: the machine is shared, and absolute times move 15 to 20 % from
+run to run (NOTES.md), ratios within one run much less.
+
+    python benchmarks/bench_checker.py [--quick] [--repeat N]
 """
 
 from __future__ import annotations
@@ -14,22 +22,29 @@ import argparse
 import contextlib
 import random
 import timeit
+from collections.abc import Callable
 
-from tailguard._generated.checker import check
+from tailguard._generated.checker import PROFILES, check
 from tailguard.seed_transcribed import UnrecoverableCompactionError, assert_compaction_safe
 
+Pairs = list[tuple[int, int]]
+SIZES = (0, 1, 10, 100, 1_000, 10_000)
 
-def make_case(k: int, seed: int = 7) -> dict[str, object]:
-    """A session of 10k-unit slots: k truncations, k prior coverages and k spills, none in the floor."""
+
+def make_case(k: int, *, shuffled: bool, seed: int = 7) -> dict[str, object]:
+    """A session of 10-unit slots: k truncations, k prior coverages and k spills, none in the floor."""
     rng = random.Random(seed)
     n = 10 * (k + 1) + 100
     trs = [(10 * i, 10 * i + rng.randint(1, 5)) for i in range(k)]
-    rng.shuffle(trs)
+    pcs = [(10 * i, 10 * i + 10) for i in range(k)]
+    sps = [(10 * i, 10 * i + 10) for i in range(k)]
+    if shuffled:
+        for lst in (trs, pcs, sps):
+            rng.shuffle(lst)
     return {
         "history_end": n, "tail_start": n - 50, "summary_input": [0, n], "summary_covers": [0, n - 50],
         "recovery_floor_span": 50, "floor_unit": "turns", "truncator_unit": "turns",
-        "prior_truncations": trs, "prior_coverage": [(10 * i, 10 * i + 10) for i in range(k)],
-        "spills": [(10 * i, 10 * i + 10) for i in range(k)],
+        "prior_truncations": trs, "prior_coverage": pcs, "spills": sps,
     }
 
 
@@ -40,26 +55,55 @@ def seed_call(case: dict[str, object]) -> None:
                                case["floor_unit"], case["truncator_unit"])  # type: ignore[arg-type]
 
 
-def best(stmt: object, number: int) -> float:
-    return min(timeit.repeat(stmt, number=number, repeat=5)) / number  # type: ignore[arg-type]
+def merge_pass(pairs: Pairs) -> Pairs:
+    """The plain merging pass of a sorted list (the loop of any normalization)."""
+    out: Pairs = []
+    for lo, hi in pairs:
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def sort_merge_floor(case: dict[str, object]) -> Pairs:
+    return merge_pass(sorted(case["prior_truncations"] + case["prior_coverage"] + case["spills"]))  # type: ignore[operator]
+
+
+def linear_floor(case: dict[str, object]) -> None:
+    for field in ("prior_truncations", "prior_coverage", "spills"):
+        merge_pass(case[field])  # type: ignore[arg-type]
+
+
+def best(stmt: Callable[[], object], number: int, repeat: int) -> float:
+    return min(timeit.repeat(stmt, number=number, repeat=repeat)) / number
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="stop at 10,000 intervals")
+    ap.add_argument("--quick", action="store_true", help="stop at 1,000 intervals per list")
+    ap.add_argument("--repeat", type=int, default=7, help="timeit repeats (the best counts)")
     args = ap.parse_args()
-    sizes = [0, 10, 1_000, 10_000] + ([] if args.quick else [100_000])
-    print(f"{'k':>8} {'seed guard':>12} {'seed profile':>13} {'strict':>12} {'strict/seed':>12} "
-          f"{'strict ns/interval':>19}")
+    sizes = [k for k in SIZES if not (args.quick and k > 1_000)]
+    profiles = [p for p in ("seed", "strict", "partitioned") if p in PROFILES]
+    head = (f"{'k':>6} {'input':>8} {'seed guard':>11} " + " ".join(f"{p:>12}" for p in profiles)
+            + f" {'sort+merge':>11} {'scan':>10} {'strict/guard':>13} {'strict/floor':>13}")
+    print(head)
     for k in sizes:
-        case = make_case(k)
-        number = max(1, 20_000 // (k + 1))
-        t_seed = best(lambda c=case: seed_call(c), number)
-        t_sp = best(lambda c=case: check("seed", **c), number)  # type: ignore[arg-type]
-        t_st = best(lambda c=case: check("strict", **c), number)  # type: ignore[arg-type]
-        per = (t_st / (3 * k) * 1e9) if k else float("nan")
-        print(f"{k:>8} {t_seed * 1e6:>10.2f}µs {t_sp * 1e6:>11.2f}µs {t_st * 1e6:>10.2f}µs "
-              f"{t_st / t_seed:>11.1f}x {per:>18.1f}")
+        for shuffled in (False, True):
+            case = make_case(k, shuffled=shuffled)
+            number = max(1, 20_000 // (3 * k + 1))
+            t_seed = best(lambda c=case: seed_call(c), number, args.repeat)  # type: ignore[misc]
+            times = {p: best(lambda c=case, p=p: check(p, **c), number, args.repeat)  # type: ignore[misc, arg-type]
+                     for p in profiles}
+            t_sort = best(lambda c=case: sort_merge_floor(c), number, args.repeat)  # type: ignore[misc]
+            t_scan = best(lambda c=case: linear_floor(c), number, args.repeat)  # type: ignore[misc]
+            floor = t_sort if shuffled else t_scan
+            print(f"{k:>6} {'shuffled' if shuffled else 'sorted':>8} {t_seed * 1e6:>9.2f}µs "
+                  + " ".join(f"{times[p] * 1e6:>10.2f}µs" for p in profiles)
+                  + f" {t_sort * 1e6:>9.2f}µs {t_scan * 1e6:>8.2f}µs {times['strict'] / t_seed:>12.1f}x"
+                  f" {times['strict'] / floor:>12.2f}x")
 
 
 if __name__ == "__main__":

@@ -4,17 +4,12 @@
 //   tailguard conform -- node js/conform-adapter.mjs
 // One request per stdin line, {"profile": ..., "case": {...}}; one response per stdout line.
 import { createInterface } from "node:readline";
-import { CaseError, checkCase } from "./tailguard-checker.mjs";
+import { CaseError, checkCase, readJSON } from "./tailguard-checker.mjs";
 
 function answer(line) {
-  let request;
   try {
-    request = JSON.parse(line);
-  } catch (err) {
-    return { error: `request: invalid JSON (${err.message})` };
-  }
-  try {
-    if (request === null || typeof request !== "object") {
+    const request = readJSON(line, "request");  // strictly: 60.0 stays a float, a repeated key is refused
+    if (request === null || typeof request !== "object" || Array.isArray(request)) {
       throw new CaseError("request", "expected a JSON object");
     }
     return checkCase(request.case, request.profile ?? "strict");

@@ -73,3 +73,18 @@ export declare function check(profile: Profile, fields: CheckFields): Decision;
 export declare function readCase(caseObject: unknown): Fields;
 /** Read and decide one case given in the tailguard check JSON format (profile defaults to strict). */
 export declare function checkCase(caseObject: unknown, profile?: Profile): Decision;
+
+/** A JSON number written with a fraction or an exponent (60.0, 6e1): never an integer. */
+export declare class JsonFloat {
+  constructor(text: string);
+  readonly text: string;
+}
+/** Digits of one integer (sign not counted) readJSON accepts. */
+export declare const MAX_INT_DIGITS: 1000;
+/** Arrays and objects nested in one JSON text readJSON accepts. */
+export declare const MAX_DEPTH: 64;
+/** Read JSON text exactly (integers beyond 2^53-1 as BigInt, 60.0 as JsonFloat); a repeated key,
+ * NaN or a limit throws CaseError naming the key, else `what`. */
+export declare function readJSON(text: string, what?: string): unknown;
+/** Read (strictly, readJSON) and decide one case given as JSON text. */
+export declare function checkCaseText(text: string, profile?: Profile): Decision;

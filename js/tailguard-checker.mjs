@@ -24,61 +24,228 @@ function decision(failed, holes) {
   return { decision: failed.length === 0 ? "allow" : "refuse", failed, holes };
 }
 
-// Interval-set primitives (the same as tailguard/intervals.py). A set is an array of
-// half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.
-function interval(lo, hi) {
-  return lo < hi ? [[lo, hi]] : [];
+// Interval algorithms (backends/scan_ir.py, proved in T18 on their Python rendering). A set is an
+// array of half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.
+// The union of ``items`` as a normal list, in one pass that holds the current run in ``run_lo``/``run_hi``; None when some non-empty pair starts before the current run (the pairs are not sorted: sort them and run again).
+function _merge_run(items) {
+  const out = [];
+  let ordered = true;
+  let started = false;
+  let run_lo = 0;
+  let run_hi = 0;
+  for (const [lo, hi] of items) {
+    if (lo < hi) {
+      if (!(started)) {
+        started = true;
+        run_lo = lo;
+        run_hi = hi;
+      } else if (lo < run_lo) {
+        ordered = false;
+        break;
+      } else if (lo <= run_hi) {
+        if (hi > run_hi) {
+          run_hi = hi;
+        }
+      } else {
+        out.push([run_lo, run_hi]);
+        run_lo = lo;
+        run_hi = hi;
+      }
+    }
+  }
+  if (ordered && started) {
+    out.push([run_lo, run_hi]);
+  }
+  return ordered ? out : null;
 }
 
-function normalize(pairs) {
-  const sorted = pairs.filter((p) => p[0] < p[1]).map((p) => [p[0], p[1]])
-    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+// ``[start, stop)`` minus the normal list ``items``, as a normal list, in one pass that stops at the first pair starting at or after ``stop``.
+function _gaps(start, stop, items) {
   const out = [];
-  for (const [lo, hi] of sorted) {
-    const last = out[out.length - 1];
-    if (last !== undefined && lo <= last[1]) {
-      if (hi > last[1]) last[1] = hi;
-    } else {
-      out.push([lo, hi]);
+  let cur = start;
+  for (const [lo, hi] of items) {
+    if (lo >= stop) {
+      break;
     }
+    if (lo > cur) {
+      out.push([cur, lo]);
+    }
+    if (hi > cur) {
+      cur = hi;
+    }
+  }
+  if (cur < stop) {
+    out.push([cur, stop]);
   }
   return out;
 }
 
-function union(a, b) {
-  return normalize(a.concat(b));
+function _byStart(x, y) {
+  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
 }
 
-function intersect(a, b) {
-  const out = [];
+// The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
+function _merged(items) {
+  let out = _merge_run(items);
+  if (out === null) {
+    out = _merge_run(items.slice().sort(_byStart));
+    if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  }
+  return out;
+}
+
+// The union of several lists joined (each usually sorted): one sort and one pass.
+function _merged_runs(items) {
+  const out = _merge_run(items.sort(_byStart));
+  if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  return out;
+}
+
+// Whether [start, stop) shares an offset with the normal list items: only the last pair that
+// starts before stop can; it is found by binary search (the bisect_left of the Python checker).
+function _meets(start, stop, items) {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid][0] < stop) lo = mid + 1; else hi = mid;
+  }
+  const j = lo - 1;
+  return start < stop && j >= 0 && items[j][1] > start;
+}
+
+// Every pair [lo, hi] of items has low <= lo <= hi <= high.
+function _bounded(items, low, high) {
+  for (const [lo, hi] of items) {
+    if (!(low <= lo && lo <= hi && hi <= high)) return false;
+  }
+  return true;
+}
+
+// Strict JSON reading (SPEC.md sections 3.1 and 3.4). JSON.parse cannot serve: it reads 60.0 and
+// 6e1 as the integer 60, keeps the last of two equal keys, and rounds integers beyond 2^53.
+/** A JSON number written with a fraction or an exponent (60.0, 6e1): never an integer. */
+export class JsonFloat {
+  constructor(text) {
+    this.text = text;
+  }
+
+  toString() {
+    return this.text;
+  }
+}
+
+export const MAX_INT_DIGITS = 1000;  // digits of one integer (sign not counted)
+export const MAX_DEPTH = 64;  // arrays and objects nested in one JSON text
+
+const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+const WORDS = [["true", true], ["false", false], ["null", null]];
+
+/**
+ * Read one JSON text exactly: an integer as a number when it is a safe integer, else as a BigInt
+ * (which readInt refuses: this checker's documented limit, never a rounded decision); a number with
+ * a fraction or an exponent as a JsonFloat; objects without a prototype. A repeated key, NaN, an
+ * integer of more than MAX_INT_DIGITS digits, nesting deeper than MAX_DEPTH or text that is not
+ * JSON throws CaseError (the repeated key's name, else `what`).
+ */
+export function readJSON(text, what = "json") {
   let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    const lo = Math.max(a[i][0], b[j][0]);
-    const hi = Math.min(a[i][1], b[j][1]);
-    if (lo < hi) out.push([lo, hi]);
-    if (a[i][1] < b[j][1]) i += 1; else j += 1;
-  }
-  return out;
-}
-
-function difference(a, b) {
-  const out = [];
-  let j = 0;
-  for (const [lo, hi] of a) {
-    while (j < b.length && b[j][1] <= lo) j += 1;
-    let cur = lo;
-    for (let k = j; k < b.length && b[k][0] < hi; k += 1) {
-      if (b[k][0] > cur) out.push([cur, b[k][0]]);
-      cur = Math.max(cur, b[k][1]);
+  const fail = (why) => {
+    throw new CaseError(what, `${why} (at character ${i + 1})`);
+  };
+  const space = () => {
+    while (i < text.length && (text[i] === " " || text[i] === "\t" || text[i] === "\n" || text[i] === "\r")) i += 1;
+  };
+  const match = (re) => {
+    re.lastIndex = i;
+    const m = re.exec(text);
+    if (m !== null) i = re.lastIndex;
+    return m;
+  };
+  const value = (depth) => {
+    space();
+    const c = text[i];
+    if (c === "{" || c === "[") {
+      if (depth >= MAX_DEPTH) fail(`nested more than ${MAX_DEPTH} deep (the limit)`);
+      return c === "{" ? object(depth + 1) : array(depth + 1);
     }
-    if (cur < hi) out.push([cur, hi]);
-  }
-  return out;
-}
-
-function isSubset(a, b) {
-  return difference(a, b).length === 0;
+    if (c === '"') {
+      const m = match(STRING);
+      if (m === null) fail("an invalid string");
+      return JSON.parse(m[0]);
+    }
+    if (c === "-" || (c >= "0" && c <= "9")) {
+      const m = match(NUMBER);
+      if (m === null) fail("an invalid number");
+      if (m[1] !== undefined || m[2] !== undefined) return new JsonFloat(m[0]);
+      const digits = m[0].length - (m[0][0] === "-" ? 1 : 0);
+      if (digits > MAX_INT_DIGITS) fail(`an integer of ${digits} digits (the limit is ${MAX_INT_DIGITS})`);
+      const n = Number(m[0]);
+      return Number.isSafeInteger(n) ? n : BigInt(m[0]);
+    }
+    for (const [word, v] of WORDS) {
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return v;
+      }
+    }
+    return fail(c === undefined ? "unexpected end of the text" : `unexpected ${JSON.stringify(c)}; not JSON`);
+  };
+  const array = (depth) => {
+    i += 1;
+    const out = [];
+    space();
+    if (text[i] === "]") {
+      i += 1;
+      return out;
+    }
+    for (;;) {
+      out.push(value(depth));
+      space();
+      if (text[i] === ",") {
+        i += 1;
+      } else if (text[i] === "]") {
+        i += 1;
+        return out;
+      } else {
+        fail("expected ',' or ']'");
+      }
+    }
+  };
+  const object = (depth) => {
+    i += 1;
+    const out = Object.create(null);
+    space();
+    if (text[i] === "}") {
+      i += 1;
+      return out;
+    }
+    for (;;) {
+      space();
+      if (text[i] !== '"') fail("expected a key");
+      const key = JSON.parse(match(STRING)?.[0] ?? fail("an invalid key"));
+      if (Object.hasOwn(out, key)) throw new CaseError(key, "key repeated in one object");
+      space();
+      if (text[i] !== ":") fail("expected ':'");
+      i += 1;
+      out[key] = value(depth);
+      space();
+      if (text[i] === ",") {
+        i += 1;
+      } else if (text[i] === "}") {
+        i += 1;
+        return out;
+      } else {
+        fail("expected ',' or '}'");
+      }
+    }
+  };
+  if (typeof text !== "string") throw new CaseError(what, `expected JSON text, got ${typeof text}`);
+  const result = value(0);
+  space();
+  if (i < text.length) fail("text after the JSON value");
+  return result;
 }
 
 // Profile 'seed': The seed's assert_compaction_safe, transcribed bit for bit on any integers, quirks included.
@@ -103,14 +270,14 @@ function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_T
 
 // Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail.
 function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
-  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && [v_I, v_C, ...v_TR, ...v_PC, ...v_SP].every((v_r) => (0 <= v_r[0] && v_r[0] <= v_r[1] && v_r[1] <= v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && _bounded(v_TR, 0, v_n) && _bounded(v_PC, 0, v_n) && _bounded(v_SP, 0, v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
   const v_T = [v_t, v_n];  // T = [t, n)
-  const v_Phi = [Math.max(0, (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
-  const v_TRU = normalize(v_TR);  // TRU = union(TR)
-  const v_covered = union(union(union(normalize(v_PC), normalize(v_SP)), difference(intersect(interval(...v_C), interval(...v_I)), v_TRU)), difference(interval(...v_T), v_TRU));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const v_Phi = [(0 >= (v_n - v_F) ? 0 : (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_TRU = _merged(v_TR);  // TRU = union(TR)
+  const v_covered = _merged_runs(v_PC.concat(v_SP, _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T[0], v_T[1], v_TRU)));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
   const failed = [];
   let holes = [];
   // units_agree: floor_unit == truncator_unit
@@ -118,15 +285,15 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
     failed.push("units_agree");
   }
   // floor_in_input: Phi subset I
-  if (!isSubset(interval(...v_Phi), interval(...v_I))) {
+  if (!(v_Phi[0] >= v_Phi[1] || (v_I[0] <= v_Phi[0] && v_Phi[1] <= v_I[1]))) {
     failed.push("floor_in_input");
   }
   // floor_in_tail: Phi subset T
-  if (!isSubset(interval(...v_Phi), interval(...v_T))) {
+  if (!(v_Phi[0] >= v_Phi[1] || (v_T[0] <= v_Phi[0] && v_Phi[1] <= v_T[1]))) {
     failed.push("floor_in_tail");
   }
   // tail_intact: all(r in TR: empty(r & T))
-  if (!v_TR.every((v_r) => (intersect(interval(...v_r), interval(...v_T)).length === 0))) {
+  if (!(!_meets(v_T[0], v_T[1], v_TRU))) {
     failed.push("tail_intact");
   }
   // seam_contiguous: t == 0 or d >= t
@@ -134,27 +301,28 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
     failed.push("seam_contiguous");
   }
   // summary_honest: C subset I \ TRU
-  if (!isSubset(interval(...v_C), difference(interval(...v_I), v_TRU))) {
+  if (!(v_C[0] >= v_C[1] || (v_I[0] <= v_C[0] && v_C[1] <= v_I[1] && !_meets(v_C[0], v_C[1], v_TRU)))) {
     failed.push("summary_honest");
   }
   // no_hole: [0, n) subset covered
-  if (!isSubset(interval(...[0, v_n]), v_covered)) {
+  const h_no_hole = _gaps(0, v_n, v_covered);  // holes: [0, n) \ covered
+  if (h_no_hole.length !== 0) {
     failed.push("no_hole");
-    holes = difference(interval(...[0, v_n]), v_covered);
+    holes = h_no_hole;
   }
   return decision(failed, holes);
 }
 
 // Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input.
 function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
-  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && [v_I, v_C, ...v_TR, ...v_PC, ...v_SP].every((v_r) => (0 <= v_r[0] && v_r[0] <= v_r[1] && v_r[1] <= v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && _bounded(v_TR, 0, v_n) && _bounded(v_PC, 0, v_n) && _bounded(v_SP, 0, v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
   const v_T = [v_t, v_n];  // T = [t, n)
-  const v_Phi = [Math.max(0, (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
-  const v_TRU = normalize(v_TR);  // TRU = union(TR)
-  const v_covered = union(union(union(normalize(v_PC), normalize(v_SP)), difference(intersect(interval(...v_C), interval(...v_I)), v_TRU)), difference(interval(...v_T), v_TRU));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const v_Phi = [(0 >= (v_n - v_F) ? 0 : (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_TRU = _merged(v_TR);  // TRU = union(TR)
+  const v_covered = _merged_runs(v_PC.concat(v_SP, _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T[0], v_T[1], v_TRU)));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
   const failed = [];
   let holes = [];
   // units_agree: floor_unit == truncator_unit
@@ -162,11 +330,11 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
     failed.push("units_agree");
   }
   // floor_in_tail: Phi subset T
-  if (!isSubset(interval(...v_Phi), interval(...v_T))) {
+  if (!(v_Phi[0] >= v_Phi[1] || (v_T[0] <= v_Phi[0] && v_Phi[1] <= v_T[1]))) {
     failed.push("floor_in_tail");
   }
   // tail_intact: all(r in TR: empty(r & T))
-  if (!v_TR.every((v_r) => (intersect(interval(...v_r), interval(...v_T)).length === 0))) {
+  if (!(!_meets(v_T[0], v_T[1], v_TRU))) {
     failed.push("tail_intact");
   }
   // seam_contiguous: t == 0 or d >= t
@@ -174,13 +342,14 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
     failed.push("seam_contiguous");
   }
   // summary_honest: C subset I \ TRU
-  if (!isSubset(interval(...v_C), difference(interval(...v_I), v_TRU))) {
+  if (!(v_C[0] >= v_C[1] || (v_I[0] <= v_C[0] && v_C[1] <= v_I[1] && !_meets(v_C[0], v_C[1], v_TRU)))) {
     failed.push("summary_honest");
   }
   // no_hole: [0, n) subset covered
-  if (!isSubset(interval(...[0, v_n]), v_covered)) {
+  const h_no_hole = _gaps(0, v_n, v_covered);  // holes: [0, n) \ covered
+  if (h_no_hole.length !== 0) {
     failed.push("no_hole");
-    holes = difference(interval(...[0, v_n]), v_covered);
+    holes = h_no_hole;
   }
   return decision(failed, holes);
 }
@@ -203,13 +372,15 @@ export function check(profile, fields = {}) {
 }
 
 function describe(value) {
+  if (value instanceof JsonFloat) return "number";
   return value === null ? "null" : Array.isArray(value) ? "list" : typeof value;
 }
 
 function show(value) {
   let text;
   try {
-    text = typeof value === "bigint" ? `${value}n` : typeof value === "number" ? String(value)
+    text = value instanceof JsonFloat ? value.text : typeof value === "bigint" ? `${value}n`
+      : typeof value === "number" ? String(value)
       : JSON.stringify(value);
   } catch {
     text = undefined;
@@ -218,11 +389,19 @@ function show(value) {
   return text.length <= 60 ? text : `${text.slice(0, 57)}...`;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 function readInt(value, field) {
-  if (typeof value !== "number" || !Number.isSafeInteger(value)) {
-    throw new CaseError(field, `expected an integer, got ${describe(value)} ${show(value)}`);
+  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  const wide = typeof value === "bigint" ? value > MAX_SAFE || value < -MAX_SAFE
+    : typeof value === "number" && Number.isInteger(value);
+  if (wide) {
+    const digits = String(value);
+    const shown = digits.length <= 60 ? digits : `${digits.slice(0, 57)}...`;
+    throw new CaseError(field, `the integer ${shown} is beyond ±(2^53-1), this checker's limit ` +
+      "(JavaScript numbers are exact only up to there; SPEC.md section 3.4)");
   }
-  return value;
+  throw new CaseError(field, `expected an integer, got ${describe(value)} ${show(value)}`);
 }
 
 function readPair(value, field) {
@@ -287,4 +466,9 @@ export function readCase(caseObject) {
 /** Read and decide one case given in the tailguard check JSON format. */
 export function checkCase(caseObject, profile = "strict") {
   return check(profile, readCase(caseObject));
+}
+
+/** Read (strictly, readJSON) and decide one case given as JSON text. */
+export function checkCaseText(text, profile = "strict") {
+  return checkCase(readJSON(text, "case"), profile);
 }

@@ -94,3 +94,45 @@ def test_crosshair_finds_injected_off_by_one(tmp_path: Path) -> None:
     print(proc.stdout, proc.stderr)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "false when calling checker_strict_clauses" in proc.stdout
+
+
+LEDGER = ("ledger_strict_clauses", "ledger_strict_holes", "ledger_seed")
+
+
+def test_ledger_contracts_hold_on_examples() -> None:
+    n, t, a, b, c, d, F = 60, 48, 8, 60, 8, 48, 12
+    args = (n, t, a, b, c, d, F, "turns", "turns", [(0, 8), (30, 31)], [(2, 5)], [(31, 40)])
+    assert contracts.ledger_strict_holes(*args) == ((0, 2), (5, 8), (30, 31))
+    assert contracts.ledger_strict_clauses(*args).failed == ("summary_honest", "no_hole")
+    assert contracts.ledger_seed(*args).failed == ()
+
+
+@pytest.mark.crosshair  # a documented long run (docs/verification.md), not in the CI pytest step
+def test_crosshair_on_the_ledger_contracts() -> None:
+    """The ledger's contracts (endpoint form) under CrossHair, 1 CPU s per condition (about 19
+    conditions: ~20 s); exit 1 (counterexample) or 2 (error) fails."""
+    targets = [f"tailguard.contracts.{name}" for name in LEDGER]
+    proc = subprocess.run([sys.executable, "-m", "crosshair", "check", "--per_condition_timeout=1", *targets],
+                          capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=600)
+    print(proc.stdout, proc.stderr)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.crosshair
+def test_crosshair_finds_a_ledger_off_by_one(tmp_path: Path) -> None:
+    """The ledger's contracts can fail: a ledger whose floor reaches one unit further back."""
+    src = inspect.getsource(contracts.ledger_strict_clauses)
+    original = 'return ledger_flat("strict", n, t, a, b, c, d, F,'
+    assert original in src
+    module = tmp_path / "broken_ledger_contracts.py"
+    module.write_text(
+        "from tailguard.contracts import *  # noqa: F403\n"
+        "from tailguard.contracts import Pairs, _meets, _wf, ledger_flat  # noqa: F401\n"
+        "from tailguard._generated.checker import Decision  # noqa: F401\n\n"
+        + src.replace(original, 'return ledger_flat("strict", n, t, a, b, c, d, F + (F >= 3),'))
+    proc = subprocess.run(
+        [sys.executable, "-m", "crosshair", "check", f"--per_condition_timeout={BUDGET}",
+         "broken_ledger_contracts.ledger_strict_clauses"],
+        capture_output=True, text=True, env=_env(tmp_path), cwd=tmp_path, timeout=600)
+    print(proc.stdout, proc.stderr)
+    assert proc.returncode == 1, proc.stdout + proc.stderr

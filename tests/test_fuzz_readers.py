@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from tailguard._generated.checker import FIELDS, check, explain
 from tailguard.case import InputError, case_from_bytes
 from tailguard.eventlog import EventLogError, iter_events
-from tailguard.pipeline.policy import PolicyError, parse_policy
+from tailguard.pipeline.policy import PolicyError, load_policy, parse_policy
 from tailguard.spill._files import decode_record
 
 EXAMPLES = int(os.environ.get("TAILGUARD_FUZZ_EXAMPLES", "60"))
@@ -158,8 +159,17 @@ def test_event_log_reader(raw: bytes) -> None:
 def test_policy_reader(raw: bytes) -> None:
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return  # load_policy rejects it before parsing (PolicyError "not UTF-8")
+    except UnicodeDecodeError:  # load_policy rejects it before parsing, naming the file
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.toml")
+            with open(path, "wb") as f:
+                f.write(raw)
+            try:
+                load_policy(path)
+            except PolicyError as exc:
+                assert exc.file == path and exc.line == 1 and exc.reason.startswith("not UTF-8")
+                return
+        raise AssertionError("a policy that is not UTF-8 was read") from None
     try:
         parse_policy(text, "p.toml")
     except PolicyError as exc:

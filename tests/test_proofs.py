@@ -327,3 +327,106 @@ def test_t14w_event_log_and_cases() -> None:
     assert "through the audit" in result.detail
     holes = result.replay["later_lineage"]["strict"]["holes"]
     assert [list(h) for h in lineage._audit(events, "strict")[1].holes] == holes
+
+
+# --- T18: the generated checker as written, read back and proved (issue 16, item 1) -------------
+
+from proofs import runtime_algorithms  # noqa: E402
+from tailguard.backends import checker_z3  # noqa: E402
+from tailguard.backends.z3_eval import solver_settings  # noqa: E402
+
+CHECKER_TEXT = runtime_algorithms.checker_path().read_text(encoding="utf-8")
+
+#: bugs edited into the generated checker file: (what, old text, new text, which proof must fail)
+CHECKER_BREAKS: list[tuple[str, str, str, str]] = [
+    ("_gaps: a gap starts one early", "        if lo > cur:\n            out.append((cur, lo))",
+     "        if lo >= cur:\n            out.append((cur, lo))", "_gaps"),
+    ("_gaps: stops one late", "        if lo >= stop:\n            break",
+     "        if lo > stop:\n            break", "_gaps"),
+    ("_gaps: the last gap off by one", "    if cur < stop:\n        out.append((cur, stop))",
+     "    if cur < stop - 1:\n        out.append((cur, stop))", "_gaps"),
+    ("_merge_run: adjacent runs not joined", "            elif lo <= run_hi:", "            elif lo < run_hi:",
+     "_merge_run"),
+    ("_merge_run: gives up on equal starts", "            elif lo < run_lo:", "            elif lo <= run_lo:",
+     "_merge_run"),
+    ("_merge_run: forgets the last run", "    if ordered and started:\n        out.append((run_lo, run_hi))",
+     "    if ordered and started and run_lo > 0:\n        out.append((run_lo, run_hi))", "_merge_run"),
+    ("within endpoint form: <= becomes <", "(v_I[0] <= v_Phi[0] and v_Phi[1] <= v_I[1])",
+     "(v_I[0] < v_Phi[0] and v_Phi[1] <= v_I[1])", "decision"),
+    ("seed: > becomes >=", "(v_r[1] > (v_t - v_F)) and (v_r[0] < v_t)", "(v_r[1] >= (v_t - v_F)) and (v_r[0] < v_t)",
+     "decision"),
+    ("tail_intact: _meets on the wrong range", "not _meets(v_T[0], v_T[1], v_TRU)",
+     "not _meets(v_T[0] + 1, v_T[1], v_TRU)", "decision"),
+    ("floor_in_tail: the floor one unit short", "(v_T[0] <= v_Phi[0] and v_Phi[1] <= v_T[1])",
+     "(v_T[0] <= v_Phi[0] + 1 and v_Phi[1] <= v_T[1])", "decision"),
+    ("no_hole: holes from 1", "h_no_hole = _gaps(0, v_n, v_covered)", "h_no_hole = _gaps(1, v_n, v_covered)",
+     "decision"),
+    ("covered forgets spills", "_merged_runs(v_PC + v_SP + ", "_merged_runs(v_PC + ", "decision"),
+    ("_meets: last pair missed", "    j = _bisect_left(items, (stop,)) - 1\n",
+     "    j = _bisect_left(items, (stop,)) - 2\n", "decision"),
+    ("clauses reordered", "    if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous",
+     "    if not ((v_t == 0) or (v_d >= v_t)) and True:  # seam_contiguous", "decision"),
+]
+
+
+def _edited(old: str, new: str, count: int | None = None) -> str:
+    n = CHECKER_TEXT.count(old)
+    assert n >= 1, old
+    return CHECKER_TEXT.replace(old, new) if count is None else CHECKER_TEXT.replace(old, new, count)
+
+
+@pytest.mark.parametrize(("what", "old", "new", "where"), CHECKER_BREAKS, ids=[b[0] for b in CHECKER_BREAKS])
+def test_a_bug_in_the_generated_checker_fails_t18(what: str, old: str, new: str, where: str) -> None:
+    source = _edited(old, new)
+    spec = load_spec(ROOT / "spec" / "clauses.toml")
+    if where == "decision":
+        parts = checker_z3.decision_parts(spec, source)
+    else:
+        funcs = runtime_algorithms.read_algorithms(source)
+        parts = (runtime_algorithms.merge_run_parts(funcs[where]) if where == "_merge_run"
+                 else runtime_algorithms.gaps_parts(funcs[where]))
+    with solver_settings(rlimit=5_000_000):  # a broken invariant step can only run out of budget
+        failed = next(((name, r) for name, r in parts if r.status != "proved"), None)
+    assert failed is not None, what
+    assert failed[1].status in ("counterexample", "unknown"), failed
+
+
+def test_t18_fails_on_an_edited_file_as_a_whole() -> None:
+    """The theorem itself, not only its parts: an edit outside the proved form is a counterexample."""
+    source = _edited("    for lo, hi in items:\n        if lo >= stop:",
+                     "    for lo, hi in reversed(items):\n        if lo >= stop:")
+    result = runtime_algorithms.runtime_algorithms_are_the_spec(source=source)
+    assert result.status == "counterexample" and "not in the proved form" in result.detail, result
+
+
+def test_t18_holds_on_the_committed_checker_and_reads_every_function() -> None:
+    funcs = runtime_algorithms.read_algorithms(CHECKER_TEXT)
+    from tailguard.backends import scan_ir
+    assert funcs == scan_ir.BY_NAME  # the file holds exactly the proved form
+    spec = load_spec(ROOT / "spec" / "clauses.toml")
+    names = [name for name, _ in checker_z3.decision_parts(spec, CHECKER_TEXT)]
+    for p in spec.profiles:
+        assert any(n.startswith(f"_check_{p.id}: clause ") for n in names), p.id
+
+
+def test_t18_step_assumptions_are_checked_for_vacuity() -> None:
+    """An invariant nothing satisfies would make every step hold: the satisfiability part fails."""
+    from tailguard.backends import scan_z3
+    f = runtime_algorithms.read_algorithms(CHECKER_TEXT)["_gaps"]
+    items = scan_z3.Arr.named("items")
+    parts = runtime_algorithms._induction(
+        f, {"start": z3.Int("start"), "stop": z3.Int("stop"), "items": items}, items, items.normal(),
+        lambda i, s: z3.BoolVal(False), lambda s: z3.BoolVal(True), what="vacuous",
+        example_items=z3.BoolVal(True))
+    status = dict(parts)["vacuous: the assumptions of an iteration are satisfiable"].status
+    assert status == "counterexample"
+
+
+def test_js_checker_holds_the_proved_algorithms_text_for_text() -> None:
+    """The JavaScript checker's algorithms are the renderings of the form T18 proves (read back
+    from the Python file), and its decision functions are what the renderer prints."""
+    from tailguard.backends import js_render, scan_ir
+    js = (ROOT / "js" / "tailguard-checker.mjs").read_text(encoding="utf-8")
+    for f in runtime_algorithms.read_algorithms(CHECKER_TEXT).values():
+        assert scan_ir.render_js(f) in js, f.name
+    assert js == js_render.render_js(load_spec(ROOT / "spec" / "clauses.toml"))

@@ -306,3 +306,73 @@ def reference_seed_decision(n: int, t: int, a: int, b: int, c: int, d: int, F: i
     post: len(__return__.failed) <= 1 and (__return__.decision == "allow") == (not __return__.failed)
     """  # noqa: E501
     return reference_seed_flat(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)
+
+
+# ---------------------------------------------------------------------------
+# Contracted wrappers: the ledger's decision over its merged sets (issue 16, item 7).
+# The ledger is built by events from the flat case: one compaction per prior coverage pair
+# (before any truncation, so each is whole), then the truncations, then the spills; its
+# decision on the final compaction must meet the same endpoint definitions as the checker's.
+
+def ledger_flat(profile: str, n: int, t: int, a: int, b: int, c: int, d: int, F: int,
+                floor_unit: str, truncator_unit: str, TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
+    """The ledger core's decision after recording the case as events (uncontracted)."""
+    from tailguard.ledger_core import LedgerCore
+
+    core = LedgerCore(F, floor_unit, truncator_unit)
+    core.append(n)
+    for lo, hi in PC:
+        core.compact((lo, hi), (lo, hi))
+    for lo, hi in TR:
+        core.truncate(lo, hi)
+    for lo, hi in SP:
+        core.spill(lo, hi)
+    return core.decide(profile, t, (a, b), (c, d))
+
+
+def ledger_strict_clauses(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
+                          floor_unit: str, truncator_unit: str,
+                          TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
+    """The ledger, strict, on well-formed cases: each clause against its endpoint definition.
+
+    pre: _wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)
+    post: (__return__.decision == "allow") == (__return__.failed == ())
+    post: ("units_agree" in __return__.failed) == (floor_unit != truncator_unit)
+    post: ("floor_in_input" in __return__.failed) == (max(0, n - F) < n and not (a <= max(0, n - F) and n <= b))
+    post: ("floor_in_tail" in __return__.failed) == (max(0, n - F) < n and max(0, n - F) < t)
+    post: ("tail_intact" in __return__.failed) == _meets(t, n, TR)
+    post: ("seam_contiguous" in __return__.failed) == (t != 0 and d < t)
+    post: ("summary_honest" in __return__.failed) == (c < d and (c < a or b < d or _meets(c, d, TR)))
+    post: ("no_hole" in __return__.failed) == (__return__.holes != ())
+    """
+    return ledger_flat("strict", n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)
+
+
+def ledger_strict_holes(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
+                        floor_unit: str, truncator_unit: str,
+                        TR: Pairs, PC: Pairs, SP: Pairs) -> tuple[Pair, ...]:
+    """The ledger's strict holes on well-formed cases: exactly the maximal uncovered runs.
+
+    pre: _wf(n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)
+    post: _shaped(__return__, n)
+    post: _ends_uncovered(__return__, n, t, a, b, c, d, TR, PC, SP)
+    post: _maximal(__return__, n, t, a, b, c, d, TR, PC, SP)
+    post: _complete(__return__, n, t, a, b, c, d, TR, PC, SP)
+    post: _solid(__return__, n, t, a, b, c, d, TR, PC, SP)
+    """
+    return tuple(ledger_flat("strict", n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP).holes)
+
+
+def ledger_seed(n: int, t: int, a: int, b: int, c: int, d: int, F: int,
+                floor_unit: str, truncator_unit: str,
+                TR: Pairs, PC: Pairs, SP: Pairs) -> Decision:
+    """The ledger, seed, on any integers: the first failing check of brief section 2.
+
+    pre: n >= 0
+    post: __return__.holes == ()
+    post: (__return__.failed == ("units_agree",)) == (floor_unit != truncator_unit)
+    post: (__return__.failed == ("floor_reach",)) == (floor_unit == truncator_unit and a > t - F)
+    post: (__return__.failed == ("truncation_clear",)) == (floor_unit == truncator_unit and a <= t - F and any(hi > t - F and lo < t for lo, hi in TR))
+    post: len(__return__.failed) <= 1 and (__return__.decision == "allow") == (not __return__.failed)
+    """  # noqa: E501
+    return ledger_flat("seed", n, t, a, b, c, d, F, floor_unit, truncator_unit, TR, PC, SP)

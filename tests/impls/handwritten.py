@@ -91,9 +91,77 @@ def strict(c):
     return failed, holes
 
 
+class Unusable(Exception):
+    """SPEC.md section 3.1: the case cannot be read; the answer names the field."""
+
+
+class _Float(float):
+    """A number written with a fraction or exponent: never an integer."""
+
+
+def _pairs_hook(pairs):
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise Unusable(f"{k}: key repeated in one object")
+    return dict(pairs)
+
+
+def _not_json(name):
+    raise Unusable(f"request: {name} is not JSON")
+
+
+def _int(v, field):
+    if type(v) is not int:
+        raise Unusable(f"{field}: expected an integer, got {type(v).__name__}")
+    if abs(v) >= 10 ** 1000:
+        raise Unusable(f"{field}: more than 1000 digits")
+    return v
+
+
+def _pair(v, field):
+    if type(v) is not list or len(v) != 2:
+        raise Unusable(f"{field}: expected a pair [lo, hi]")
+    return [_int(v[0], field), _int(v[1], field)]
+
+
+def read(line):
+    """The request's profile and its case, typed; Unusable naming the field otherwise."""
+    try:
+        req = json.loads(line, object_pairs_hook=_pairs_hook, parse_float=_Float, parse_constant=_not_json)
+    except (ValueError, RecursionError) as exc:
+        raise Unusable(f"request: not JSON ({exc})") from None
+    c = req.get("case") if type(req) is dict else None
+    if type(c) is not dict:
+        raise Unusable("case: expected a JSON object")
+    for field in ("history_end", "tail_start", "summary_input", "summary_covers", "recovery_floor_span",
+                  "floor_unit", "truncator_unit", "prior_truncations", "prior_coverage", "spills"):
+        if field not in c:
+            raise Unusable(f"{field}: missing field")
+        v = c[field]
+        if field in ("history_end", "tail_start", "recovery_floor_span"):
+            _int(v, field)
+        elif field in ("summary_input", "summary_covers"):
+            _pair(v, field)
+        elif field in ("floor_unit", "truncator_unit"):
+            if type(v) is not str:
+                raise Unusable(f"{field}: expected a unit name")
+        elif type(v) is not list:
+            raise Unusable(f"{field}: expected a list of pairs")
+        else:
+            for item in v:
+                _pair(item, field)
+    return req["profile"], c
+
+
 def main():
     for line in sys.stdin:
-        req = json.loads(line)
+        try:
+            profile, case = read(line)
+        except Unusable as exc:
+            print(json.dumps({"error": str(exc)}), flush=True)
+            continue
+        req = {"profile": profile, "case": case}
         if req["profile"] == "seed":
             failed, holes = seed(req["case"]), []
         elif req["profile"] == "partitioned":  # SPEC.md: strict without floor_in_input

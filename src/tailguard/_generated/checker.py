@@ -13,7 +13,9 @@ intervals per case.
 from __future__ import annotations
 
 import reprlib as _reprlib
+from bisect import bisect_left as _bisect_left
 from collections.abc import Callable, Iterable, Mapping
+from operator import le as _le
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -74,99 +76,87 @@ class CaseError(ValueError):
         super().__init__(f"{field}: {reason}")
 
 
-Pair = tuple[int, int]
-IntervalSet = list[Pair]
-
-
-def _interval(lo: int, hi: int) -> IntervalSet:
-    """The set ``[lo, hi)``; empty when ``hi <= lo``.
-
-    """
-    return [(lo, hi)] if lo < hi else []
-
-
-def _normalize(pairs: Iterable[Pair]) -> IntervalSet:
-    """Union of any pairs as a normal form (empty and reversed pairs contribute nothing).
-
-    """
-    out: IntervalSet = []
-    for lo, hi in sorted(p for p in pairs if p[0] < p[1]):
-        if out and lo <= out[-1][1]:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _union(a: IntervalSet, b: IntervalSet) -> IntervalSet:
-    """``a ∪ b``."""
-    return _normalize(a + b) if a and b else list(a or b)
-
-
-def _intersect(a: IntervalSet, b: IntervalSet) -> IntervalSet:
-    """``a ∩ b`` by a two-pointer sweep.
-
-    """
-    out: IntervalSet = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        lo = max(a[i][0], b[j][0])
-        hi = min(a[i][1], b[j][1])
+def _merge_run(items: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """The union of ``items`` as a normal list, in one pass that holds the current run in ``run_lo``/``run_hi``; None when some non-empty pair starts before the current run (the pairs are not sorted: sort them and run again)."""
+    out: list[tuple[int, int]] = []
+    ordered = True
+    started = False
+    run_lo = 0
+    run_hi = 0
+    for lo, hi in items:
         if lo < hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
+            if not started:
+                started = True
+                run_lo = lo
+                run_hi = hi
+            elif lo < run_lo:
+                ordered = False
+                break
+            elif lo <= run_hi:
+                if hi > run_hi:
+                    run_hi = hi
+            else:
+                out.append((run_lo, run_hi))
+                run_lo = lo
+                run_hi = hi
+    if ordered and started:
+        out.append((run_lo, run_hi))
+    return out if ordered else None
+
+
+def _gaps(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, stop)`` minus the normal list ``items``, as a normal list, in one pass that stops at the first pair starting at or after ``stop``."""
+    out: list[tuple[int, int]] = []
+    cur = start
+    for lo, hi in items:
+        if lo >= stop:
+            break
+        if lo > cur:
+            out.append((cur, lo))
+        if hi > cur:
+            cur = hi
+    if cur < stop:
+        out.append((cur, stop))
     return out
 
 
-def _difference(a: IntervalSet, b: IntervalSet) -> IntervalSet:
-    """``a \\ b`` by a sweep.
-
-    """
-    out: IntervalSet = []
-    j = 0
-    for lo, hi in a:
-        while j < len(b) and b[j][1] <= lo:
-            j += 1
-        k = j
-        cur = lo
-        while k < len(b) and b[k][0] < hi:
-            if b[k][0] > cur:
-                out.append((cur, b[k][0]))
-            cur = max(cur, b[k][1])
-            k += 1
-        if cur < hi:
-            out.append((cur, hi))
+def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
+    an adapter writes them), else a sort and the same pass."""
+    out = _merge_run(items)
+    if out is None:
+        out = _merge_run(sorted(items))
+        assert out is not None  # a sorted list always merges in one pass (theorem T18)
     return out
 
 
-def _is_subset(a: IntervalSet, b: IntervalSet) -> bool:
-    """``a ⊆ b``."""
-    return not _difference(a, b)
+def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of several lists joined (each usually sorted): one sort, linear on sorted
+    runs, and one pass."""
+    out = _merge_run(sorted(items))
+    assert out is not None  # a sorted list always merges in one pass (theorem T18)
+    return out
 
 
-def _within(a: Pair, b: Pair) -> bool:
-    """Interval ``a`` as a set lies inside interval ``b`` as a set (endpoints only).
-
-    (True, True, False)
-    """
-    return a[0] >= a[1] or (b[0] <= a[0] and a[1] <= b[1])
-
-
-def _disjoint(a: Pair, b: Pair) -> bool:
-    """Intervals ``a`` and ``b`` share no offset: ``max(lo) >= min(hi)``.
-
-    (True, False, True)
-    """
-    return max(a[0], b[0]) >= min(a[1], b[1])
+def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
+    """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
+    pair that starts before ``stop`` can, and it is found by one bisect."""
+    j = _bisect_left(items, (stop,)) - 1
+    return start < stop and j >= 0 and items[j][1] > start
 
 
-def _fmt_set(s: IntervalSet) -> str:
+def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
+    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
+    if len(items) < 32:  # short: pair by pair is faster than by columns
+        return all(low <= lo <= hi <= high for lo, hi in items)
+    los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
+    return low <= min(los) and max(his) <= high and all(map(_le, los, his))
+
+
+def _fmt_set(s: list[tuple[int, int]]) -> str:
     """Human form: ``[0, 8), [9, 12)``; ``nothing`` when empty."""
     return ", ".join(f"[{lo}, {hi})" for lo, hi in s) if s else "nothing"
+
 
 def _fmt_pair(pair: tuple[int, int] | None) -> str:
     return "an interval" if pair is None else f"[{pair[0]}, {pair[1]})"
@@ -201,30 +191,31 @@ def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
 
 def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
-    v_TRU = _normalize(v_TR)  # TRU = union(TR)
-    v_covered = _union(_union(_union(_normalize(v_PC), _normalize(v_SP)), _difference(_intersect(_interval(*v_C), _interval(*v_I)), v_TRU)), _difference(_interval(*v_T), v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_TRU = _merged(v_TR)  # TRU = union(TR)
+    v_covered = _merged_runs(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
         failed.append('units_agree')
-    if not _within(v_Phi, v_I):  # floor_in_input: Phi subset I
+    if not (v_Phi[0] >= v_Phi[1] or (v_I[0] <= v_Phi[0] and v_Phi[1] <= v_I[1])):  # floor_in_input: Phi subset I
         failed.append('floor_in_input')
-    if not _within(v_Phi, v_T):  # floor_in_tail: Phi subset T
+    if not (v_Phi[0] >= v_Phi[1] or (v_T[0] <= v_Phi[0] and v_Phi[1] <= v_T[1])):  # floor_in_tail: Phi subset T
         failed.append('floor_in_tail')
-    if not all(_disjoint(v_r, v_T) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+    if not (not _meets(v_T[0], v_T[1], v_TRU)):  # tail_intact: all(r in TR: empty(r & T))
         failed.append('tail_intact')
     if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
         failed.append('seam_contiguous')
-    if not _is_subset(_interval(*v_C), _difference(_interval(*v_I), v_TRU)):  # summary_honest: C subset I \ TRU
+    if not (v_C[0] >= v_C[1] or (v_I[0] <= v_C[0] and v_C[1] <= v_I[1] and not _meets(v_C[0], v_C[1], v_TRU))):  # summary_honest: C subset I \ TRU
         failed.append('summary_honest')
-    if not _is_subset(_interval(*(0, v_n)), v_covered):  # no_hole: [0, n) subset covered
+    h_no_hole = _gaps(0, v_n, v_covered)  # holes: [0, n) \ covered
+    if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
-        holes = tuple(_difference(_interval(*(0, v_n)), v_covered))
+        holes = tuple(h_no_hole)
     return Decision("refuse" if failed else "allow", tuple(failed), holes)
 
 
@@ -233,9 +224,9 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     v_d = v_C[1]
     v_T = (v_t, v_n)
     v_Phi = (max(0, (v_n - v_F)), v_n)
-    v_TRU = _normalize(v_TR)
+    v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
-        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
         out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
     if 'floor_in_input' in failed:
@@ -243,11 +234,11 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     if 'floor_in_tail' in failed:
         out.append('floor_in_tail' + ': ' + 'recovery floor {p0} is not inside retained tail {p1}'.format(p0=_fmt_pair(v_Phi), p1=_fmt_pair(v_T)))
     if 'tail_intact' in failed:
-        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not _disjoint(v_r, v_T)), None)), p1=_fmt_pair(v_T)))
+        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not (v_r[0] >= v_r[1] or v_T[0] >= v_T[1] or v_r[0] >= v_T[1] or v_T[0] >= v_r[1])), None)), p1=_fmt_pair(v_T)))
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_difference(_interval(*v_C), _difference(_interval(*v_I), v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out
@@ -255,28 +246,29 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
 
 def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
-    v_TRU = _normalize(v_TR)  # TRU = union(TR)
-    v_covered = _union(_union(_union(_normalize(v_PC), _normalize(v_SP)), _difference(_intersect(_interval(*v_C), _interval(*v_I)), v_TRU)), _difference(_interval(*v_T), v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_TRU = _merged(v_TR)  # TRU = union(TR)
+    v_covered = _merged_runs(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
         failed.append('units_agree')
-    if not _within(v_Phi, v_T):  # floor_in_tail: Phi subset T
+    if not (v_Phi[0] >= v_Phi[1] or (v_T[0] <= v_Phi[0] and v_Phi[1] <= v_T[1])):  # floor_in_tail: Phi subset T
         failed.append('floor_in_tail')
-    if not all(_disjoint(v_r, v_T) for v_r in v_TR):  # tail_intact: all(r in TR: empty(r & T))
+    if not (not _meets(v_T[0], v_T[1], v_TRU)):  # tail_intact: all(r in TR: empty(r & T))
         failed.append('tail_intact')
     if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous: t == 0 or d >= t
         failed.append('seam_contiguous')
-    if not _is_subset(_interval(*v_C), _difference(_interval(*v_I), v_TRU)):  # summary_honest: C subset I \ TRU
+    if not (v_C[0] >= v_C[1] or (v_I[0] <= v_C[0] and v_C[1] <= v_I[1] and not _meets(v_C[0], v_C[1], v_TRU))):  # summary_honest: C subset I \ TRU
         failed.append('summary_honest')
-    if not _is_subset(_interval(*(0, v_n)), v_covered):  # no_hole: [0, n) subset covered
+    h_no_hole = _gaps(0, v_n, v_covered)  # holes: [0, n) \ covered
+    if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
-        holes = tuple(_difference(_interval(*(0, v_n)), v_covered))
+        holes = tuple(h_no_hole)
     return Decision("refuse" if failed else "allow", tuple(failed), holes)
 
 
@@ -285,19 +277,19 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     v_d = v_C[1]
     v_T = (v_t, v_n)
     v_Phi = (max(0, (v_n - v_F)), v_n)
-    v_TRU = _normalize(v_TR)
+    v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
-        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (all((0 <= v_r[0] <= v_r[1] <= v_n) for v_r in (v_I, v_C, *v_TR, *v_PC, *v_SP)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
         out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
     if 'floor_in_tail' in failed:
         out.append('floor_in_tail' + ': ' + 'recovery floor {p0} is not inside retained tail {p1}'.format(p0=_fmt_pair(v_Phi), p1=_fmt_pair(v_T)))
     if 'tail_intact' in failed:
-        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not _disjoint(v_r, v_T)), None)), p1=_fmt_pair(v_T)))
+        out.append('tail_intact' + ': ' + 'prior truncation {p0} intersects retained tail {p1}; the tail is not verbatim'.format(p0=_fmt_pair(next((v_r for v_r in v_TR if not (v_r[0] >= v_r[1] or v_T[0] >= v_T[1] or v_r[0] >= v_T[1] or v_T[0] >= v_r[1])), None)), p1=_fmt_pair(v_T)))
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_difference(_interval(*v_C), _difference(_interval(*v_I), v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out
@@ -363,8 +355,31 @@ def _pair(value: object, field: str) -> tuple[int, int]:
     return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))
 
 
+def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Every item a tuple or list of two ``int`` of at most ``MAX_INT_DIGITS`` digits, checked
+    column by column by builtins (the common case; anything else takes the item-by-item path)."""
+    if not items:
+        return True
+    if not set(map(type, items)) <= _PAIR_TYPES or set(map(len, items)) != {2}:
+        return False
+    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
+    return (set(map(type, los)) == _INT_TYPE == set(map(type, his))
+            and _INT_MIN < min(los) and max(los) < _INT_BOUND
+            and _INT_MIN < min(his) and max(his) < _INT_BOUND)
+
+
+_PAIR_TYPES = {tuple, list}
+_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
+_INT_TYPE = {int}
+
+
 def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:
     """Materialize an iterable of pairs once; at most ``room`` of them."""
+    if type(value) is list or type(value) is tuple:
+        if not value:
+            return []
+        if _COLUMNS <= len(value) <= room and _plain_pairs(value):
+            return list(map(tuple, value))  # the common case, long: read column by column
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")
     out: list[tuple[int, int]] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from tailguard.jsonstrict import MAX_INTERVALS
+from tailguard.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang.load import Spec
 
 GENERATOR = "tailguard.backends.dts_render"
@@ -93,5 +93,20 @@ def render_dts(spec: Spec) -> str:
         "export declare function readCase(caseObject: unknown): Fields;",
         "/** Read and decide one case given in the tailguard check JSON format (profile defaults to strict). */",
         "export declare function checkCase(caseObject: unknown, profile?: Profile): Decision;",
+        "",
+        "/** A JSON number written with a fraction or an exponent (60.0, 6e1): never an integer. */",
+        "export declare class JsonFloat {",
+        "  constructor(text: string);",
+        "  readonly text: string;",
+        "}",
+        "/** Digits of one integer (sign not counted) readJSON accepts. */",
+        f"export declare const MAX_INT_DIGITS: {MAX_INT_DIGITS};",
+        "/** Arrays and objects nested in one JSON text readJSON accepts. */",
+        f"export declare const MAX_DEPTH: {MAX_DEPTH};",
+        "/** Read JSON text exactly (integers beyond 2^53-1 as BigInt, 60.0 as JsonFloat); a repeated key,",
+        " * NaN or a limit throws CaseError naming the key, else `what`. */",
+        "export declare function readJSON(text: string, what?: string): unknown;",
+        "/** Read (strictly, readJSON) and decide one case given as JSON text. */",
+        "export declare function checkCaseText(text: string, profile?: Profile): Decision;",
     ]
     return "\n".join(out) + "\n"

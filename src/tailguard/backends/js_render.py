@@ -5,18 +5,22 @@ expressions compile to calls on the same interval primitives, written once below
 JavaScript. ``render_js_adapter(spec)`` is the line-protocol adapter beside it, so that
 ``tailguard conform -- node js/conform-adapter.mjs`` checks the JavaScript checker.
 
-Numbers are JavaScript numbers: offsets must be safe integers (below 2**53), which the
-case reader enforces.
+Numbers are JavaScript numbers: offsets must be safe integers (up to 2**53 - 1), which the
+case reader enforces; JSON text is read by ``readJSON`` (rendered from ``_JSON_READER``), which
+keeps what ``JSON.parse`` loses (``60.0`` is not an integer, a repeated key is unusable, an
+integer beyond 2**53 - 1 is refused as over this checker's declared limit, never rounded).
 """
 
 from __future__ import annotations
 
 import json
 
-from tailguard.jsonstrict import MAX_INTERVALS
+from tailguard.backends import scan_ir
+from tailguard.backends.python_render import NoRule, _bounds_of, _holes_are_the_difference
+from tailguard.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
-from tailguard.speclang.deps import needed_defines
+from tailguard.speclang.deps import names, needed_defines
 from tailguard.speclang.load import Profile, Spec
 from tailguard.speclang.pretty import pretty
 from tailguard.speclang.typecheck import infer
@@ -42,12 +46,69 @@ _OPS = {"==": "===", "!=": "!==", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
 class _Compiler:
-    def __init__(self, env: dict[str, Type]) -> None:
-        self.env = env
+    """Spec expressions to JavaScript by the same rules as ``python_render.PythonCompiler``
+    (sets are normal lists; one merge per union; ``_gaps`` scans; ``_meets`` by binary search;
+    endpoint forms inline); comparisons only, never subtraction, so the code is the same for
+    numbers and BigInts."""
+
+    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset()) -> None:
+        self.spec, self.env, self.available = spec, env, available
+
+    def union_of(self, source: str) -> str | None:
+        for d in self.spec.defines:
+            if (d.name in self.available and isinstance(d.node, ast.Call) and d.node.func == "union"
+                    and isinstance(d.node.args[0], ast.Name) and d.node.args[0].name == source):
+                return d.name
+        return None
+
+    def is_pair(self, node: ast.Node) -> bool:
+        if infer(node, self.env) == "interval":
+            return True
+        return (isinstance(node, ast.SetOp) and node.op == "&" and self.is_pair(node.left)
+                and self.is_pair(node.right))
+
+    def pair(self, node: ast.Node) -> tuple[str, str]:
+        match node:
+            case ast.IntervalLit(lo=lo, hi=hi):
+                return self.expr(lo), self.expr(hi)
+            case ast.SetOp(op="&", left=l, right=r):
+                (a, b), (c, d) = self.pair(l), self.pair(r)
+                return _max(a, c), _min(b, d)
+        code = self.expr(node)
+        return f"{code}[0]", f"{code}[1]"
+
+    def pair_code(self, node: ast.Node) -> str:
+        if isinstance(node, (ast.Name, ast.Field)):
+            return self.expr(node)
+        lo, hi = self.pair(node)
+        return f"[{lo}, {hi}]"
+
+    def terms(self, node: ast.Node) -> list[str]:
+        match node:
+            case ast.SetOp(op="|", left=l, right=r):
+                return self.terms(l) + self.terms(r)
+            case ast.Call(func="union", args=(x,)):
+                return [self.expr(x)]
+        if self.is_pair(node):
+            return [f"[{self.pair_code(node)}]"]
+        return [self.as_set(node)]
 
     def as_set(self, node: ast.Node) -> str:
-        code = self.expr(node)
-        return f"interval(...{code})" if infer(node, self.env) == "interval" else code
+        match node:
+            case ast.Name(name=n) if self.env.get(n) == "set":
+                return _var(n)
+            case ast.Call(func="union", args=(x,)):
+                return f"_merged({self.expr(x)})"
+            case ast.SetOp(op="|"):
+                first, *rest = self.terms(node)
+                return f"_merged_runs({first}.concat({', '.join(rest)}))"
+            case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
+                lo, hi = self.pair(l)
+                return f"_gaps({lo}, {hi}, {self.as_set(r)})"
+        if self.is_pair(node):
+            lo, hi = self.pair(node)
+            return f"_gaps({lo}, {hi}, [])"
+        raise NoRule(f"no rule of the fast checker renders the set {pretty(node)!r}")
 
     def expr(self, node: ast.Node) -> str:
         match node:
@@ -60,36 +121,58 @@ class _Compiler:
             case ast.BinArith(op=op, left=l, right=r):
                 return f"({self.expr(l)} {op} {self.expr(r)})"
             case ast.Call(func="max" | "min" as f, args=(x, y)):
-                return f"Math.{f}({self.expr(x)}, {self.expr(y)})"
-            case ast.Call(func="union", args=(x,)):
-                return f"normalize({self.expr(x)})"
+                return (_max if f == "max" else _min)(self.expr(x), self.expr(y))
+            case ast.Call(func="empty", args=(ast.SetOp(op="&", left=l, right=r),)) if (
+                self.is_pair(l) and self.is_pair(r)
+            ):
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
+                return f"({a0} >= {a1} || {b0} >= {b1} || {a0} >= {b1} || {b0} >= {a1})"
+            case ast.Call(func="empty", args=(x,)) if self.is_pair(x):
+                lo, hi = self.pair(x)
+                return f"({lo} >= {hi})"
             case ast.Call(func="empty", args=(x,)):
                 return f"({self.as_set(x)}.length === 0)"
             case ast.Call(func="known", args=(x,)):
                 return f"UNITS.includes({self.expr(x)})"
-            case ast.IntervalLit(lo=lo, hi=hi):
-                return f"[{self.expr(lo)}, {self.expr(hi)}]"
-            case ast.SetOp(op=op, left=l, right=r):
-                fn = {"|": "union", "&": "intersect", "\\": "difference"}[op]
-                return f"{fn}({self.as_set(l)}, {self.as_set(r)})"
+            case ast.IntervalLit():
+                return self.pair_code(node)
             case ast.Compare(ops=ops, operands=operands):
                 vals = [self.expr(o) for o in operands]
                 parts = [f"{x} {_OPS[op]} {y}" for op, x, y in zip(ops, vals, vals[1:], strict=False)]
                 return "(" + " && ".join(parts) + ")"
-            case ast.Subset(left=l, right=r):
-                return f"isSubset({self.as_set(l)}, {self.as_set(r)})"
+            case ast.Subset(left=l, right=r) if self.is_pair(l) and self.is_pair(r):
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
+                return f"({a0} >= {a1} || ({b0} <= {a0} && {a1} <= {b1}))"
+            case ast.Subset(left=l, right=ast.SetOp(op="\\", left=k, right=m)) if self.is_pair(l) and self.is_pair(k):
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(k)
+                return f"({a0} >= {a1} || ({b0} <= {a0} && {a1} <= {b1} && !_meets({a0}, {a1}, {self.as_set(m)})))"
+            case ast.Subset(left=l, right=r) if self.is_pair(l):
+                lo, hi = self.pair(l)
+                return f"(_gaps({lo}, {hi}, {self.as_set(r)}).length === 0)"
             case ast.BoolOp(op=op, operands=operands):
                 joiner = " && " if op == "and" else " || "
                 return "(" + joiner.join(self.expr(o) for o in operands) + ")"
             case ast.Not(operand=o):
                 return f"(!{self.expr(o)})"
+            case ast.Quant(kind="all", var=v, sources=srcs, body=b) if _bounds_of(b, v) is not None:
+                low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
+                parts = [f"({low} <= {_var(s)}[0] && {_var(s)}[0] <= {_var(s)}[1] && {_var(s)}[1] <= {high})"
+                         if self.env[s] == "interval" else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
+                return "(" + " && ".join(parts) + ")"
+            case ast.Quant(kind="all", var=v, sources=(src,),
+                           body=ast.Call(func="empty", args=(ast.SetOp(op="&", left=ast.Name(name=rv), right=j),)),
+                           ) if rv == v and self.union_of(src) and self.is_pair(j) and v not in set(names(j)):
+                lo, hi = self.pair(j)
+                return f"(!_meets({lo}, {hi}, {_var(self.union_of(src) or '')}))"
             case ast.Quant(kind=k, var=v, sources=srcs, body=b):
                 inner = dict(self.env)
                 inner[v] = "interval"
-                body = _Compiler(inner).expr(b)
+                body = _Compiler(self.spec, inner).expr(b)
                 method = "every" if k == "all" else "some"
                 return f"{self.source_array(srcs)}.{method}(({_var(v)}) => {body})"
-        raise TypeError(f"cannot compile {type(node).__name__}")
+            case ast.SetOp() | ast.Call(func="union"):
+                return self.as_set(node)
+        raise NoRule(f"no rule of the fast checker renders {type(node).__name__} {pretty(node)!r}")
 
     def source_array(self, srcs: tuple[str, ...]) -> str:
         if len(srcs) == 1 and self.env[srcs[0]] == "intervals":
@@ -98,68 +181,153 @@ class _Compiler:
         return "[" + ", ".join(parts) + "]"
 
 
-_PRIMITIVES = """\
-// Interval-set primitives (the same as tailguard/intervals.py). A set is an array of
-// half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.
-function interval(lo, hi) {
-  return lo < hi ? [[lo, hi]] : [];
-}
+def _max(a: str, b: str) -> str:
+    return f"({a} >= {b} ? {a} : {b})"
 
-function normalize(pairs) {
-  const sorted = pairs.filter((p) => p[0] < p[1]).map((p) => [p[0], p[1]])
-    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
-  const out = [];
-  for (const [lo, hi] of sorted) {
-    const last = out[out.length - 1];
-    if (last !== undefined && lo <= last[1]) {
-      if (hi > last[1]) last[1] = hi;
-    } else {
-      out.push([lo, hi]);
-    }
+
+def _min(a: str, b: str) -> str:
+    return f"({a} <= {b} ? {a} : {b})"
+
+
+_PRIMITIVES = "\n".join([
+    "// Interval algorithms (backends/scan_ir.py, proved in T18 on their Python rendering). A set is an",
+    "// array of half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.",
+    *(scan_ir.render_js(f) for f in scan_ir.FUNCS),
+    scan_ir.MERGED_JS,
+])
+
+
+_JSON_READER = """\
+// Strict JSON reading (SPEC.md sections 3.1 and 3.4). JSON.parse cannot serve: it reads 60.0 and
+// 6e1 as the integer 60, keeps the last of two equal keys, and rounds integers beyond 2^53.
+/** A JSON number written with a fraction or an exponent (60.0, 6e1): never an integer. */
+export class JsonFloat {
+  constructor(text) {
+    this.text = text;
   }
-  return out;
+
+  toString() {
+    return this.text;
+  }
 }
 
-function union(a, b) {
-  return normalize(a.concat(b));
-}
+export const MAX_INT_DIGITS = @MAX_INT_DIGITS@;  // digits of one integer (sign not counted)
+export const MAX_DEPTH = @MAX_DEPTH@;  // arrays and objects nested in one JSON text
 
-function intersect(a, b) {
-  const out = [];
+const NUMBER = /-?(?:0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+const STRING = /"(?:[^"\\\\\\u0000-\\u001f]|\\\\(?:["\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+const WORDS = [["true", true], ["false", false], ["null", null]];
+
+/**
+ * Read one JSON text exactly: an integer as a number when it is a safe integer, else as a BigInt
+ * (which readInt refuses: this checker's documented limit, never a rounded decision); a number with
+ * a fraction or an exponent as a JsonFloat; objects without a prototype. A repeated key, NaN, an
+ * integer of more than MAX_INT_DIGITS digits, nesting deeper than MAX_DEPTH or text that is not
+ * JSON throws CaseError (the repeated key's name, else `what`).
+ */
+export function readJSON(text, what = "json") {
   let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) {
-    const lo = Math.max(a[i][0], b[j][0]);
-    const hi = Math.min(a[i][1], b[j][1]);
-    if (lo < hi) out.push([lo, hi]);
-    if (a[i][1] < b[j][1]) i += 1; else j += 1;
-  }
-  return out;
-}
-
-function difference(a, b) {
-  const out = [];
-  let j = 0;
-  for (const [lo, hi] of a) {
-    while (j < b.length && b[j][1] <= lo) j += 1;
-    let cur = lo;
-    for (let k = j; k < b.length && b[k][0] < hi; k += 1) {
-      if (b[k][0] > cur) out.push([cur, b[k][0]]);
-      cur = Math.max(cur, b[k][1]);
+  const fail = (why) => {
+    throw new CaseError(what, `${why} (at character ${i + 1})`);
+  };
+  const space = () => {
+    while (i < text.length && (text[i] === " " || text[i] === "\\t" || text[i] === "\\n" || text[i] === "\\r")) i += 1;
+  };
+  const match = (re) => {
+    re.lastIndex = i;
+    const m = re.exec(text);
+    if (m !== null) i = re.lastIndex;
+    return m;
+  };
+  const value = (depth) => {
+    space();
+    const c = text[i];
+    if (c === "{" || c === "[") {
+      if (depth >= MAX_DEPTH) fail(`nested more than ${MAX_DEPTH} deep (the limit)`);
+      return c === "{" ? object(depth + 1) : array(depth + 1);
     }
-    if (cur < hi) out.push([cur, hi]);
-  }
-  return out;
+    if (c === '"') {
+      const m = match(STRING);
+      if (m === null) fail("an invalid string");
+      return JSON.parse(m[0]);
+    }
+    if (c === "-" || (c >= "0" && c <= "9")) {
+      const m = match(NUMBER);
+      if (m === null) fail("an invalid number");
+      if (m[1] !== undefined || m[2] !== undefined) return new JsonFloat(m[0]);
+      const digits = m[0].length - (m[0][0] === "-" ? 1 : 0);
+      if (digits > MAX_INT_DIGITS) fail(`an integer of ${digits} digits (the limit is ${MAX_INT_DIGITS})`);
+      const n = Number(m[0]);
+      return Number.isSafeInteger(n) ? n : BigInt(m[0]);
+    }
+    for (const [word, v] of WORDS) {
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return v;
+      }
+    }
+    return fail(c === undefined ? "unexpected end of the text" : `unexpected ${JSON.stringify(c)}; not JSON`);
+  };
+  const array = (depth) => {
+    i += 1;
+    const out = [];
+    space();
+    if (text[i] === "]") {
+      i += 1;
+      return out;
+    }
+    for (;;) {
+      out.push(value(depth));
+      space();
+      if (text[i] === ",") {
+        i += 1;
+      } else if (text[i] === "]") {
+        i += 1;
+        return out;
+      } else {
+        fail("expected ',' or ']'");
+      }
+    }
+  };
+  const object = (depth) => {
+    i += 1;
+    const out = Object.create(null);
+    space();
+    if (text[i] === "}") {
+      i += 1;
+      return out;
+    }
+    for (;;) {
+      space();
+      if (text[i] !== '"') fail("expected a key");
+      const key = JSON.parse(match(STRING)?.[0] ?? fail("an invalid key"));
+      if (Object.hasOwn(out, key)) throw new CaseError(key, "key repeated in one object");
+      space();
+      if (text[i] !== ":") fail("expected ':'");
+      i += 1;
+      out[key] = value(depth);
+      space();
+      if (text[i] === ",") {
+        i += 1;
+      } else if (text[i] === "}") {
+        i += 1;
+        return out;
+      } else {
+        fail("expected ',' or '}'");
+      }
+    }
+  };
+  if (typeof text !== "string") throw new CaseError(what, `expected JSON text, got ${typeof text}`);
+  const result = value(0);
+  space();
+  if (i < text.length) fail("text after the JSON value");
+  return result;
 }
-
-function isSubset(a, b) {
-  return difference(a, b).length === 0;
-}
-"""
+""".replace("@MAX_INT_DIGITS@", str(MAX_INT_DIGITS)).replace("@MAX_DEPTH@", str(MAX_DEPTH))
 
 
 def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
-    c = _Compiler(spec.env)
+    c = _Compiler(spec, spec.env)
     args = ", ".join(_var(i.symbol) for i in spec.inputs)
     out.append(f"// Profile {prof.id!r}: {prof.doc}")
     out.append(f"function check_{prof.id}({args}) {{")
@@ -172,13 +340,22 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append(f'    return decision([{json.dumps(gate.id)}], []);')
         out.append("  }")
     roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
-    for name in needed_defines(spec, roots):
+    computed = needed_defines(spec, roots)
+    for name in computed:
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"  const {_var(name)} = {c.expr(d.node)};  // {name} = {d.source}")
+    c = _Compiler(spec, spec.env, frozenset(computed))
     out.append("  const failed = [];")
     out.append("  let holes = [];")
     for cl in rest:
         out.append(f"  // {cl.id}: {pretty(cl.holds)}")
+        if cl.holes is not None and prof.report != "first" and _holes_are_the_difference(cl):
+            out.append(f"  const h_{cl.id} = {c.as_set(cl.holes)};  // holes: {pretty(cl.holes)}")
+            out.append(f"  if (h_{cl.id}.length !== 0) {{")
+            out.append(f"    failed.push({json.dumps(cl.id)});")
+            out.append(f"    holes = h_{cl.id};")
+            out.append("  }")
+            continue
         out.append(f"  if (!{c.expr(cl.holds)}) {{")
         if prof.report == "first":
             out.append(f"    return decision([{json.dumps(cl.id)}], []);")
@@ -221,6 +398,7 @@ def render_js(spec: Spec) -> str:
         "}",
         "",
         _PRIMITIVES,
+        _JSON_READER,
     ]
     for prof in spec.profiles:
         _render_profile(spec, prof, out)
@@ -245,13 +423,15 @@ def render_js(spec: Spec) -> str:
         "}",
         "",
         "function describe(value) {",
+        "  if (value instanceof JsonFloat) return \"number\";",
         "  return value === null ? \"null\" : Array.isArray(value) ? \"list\" : typeof value;",
         "}",
         "",
         "function show(value) {",
         "  let text;",
         "  try {",
-        "    text = typeof value === \"bigint\" ? `${value}n` : typeof value === \"number\" ? String(value)",
+        "    text = value instanceof JsonFloat ? value.text : typeof value === \"bigint\" ? `${value}n`",
+        "      : typeof value === \"number\" ? String(value)",
         "      : JSON.stringify(value);",
         "  } catch {",
         "    text = undefined;",
@@ -260,11 +440,19 @@ def render_js(spec: Spec) -> str:
         "  return text.length <= 60 ? text : `${text.slice(0, 57)}...`;",
         "}",
         "",
+        "const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);",
+        "",
         "function readInt(value, field) {",
-        "  if (typeof value !== \"number\" || !Number.isSafeInteger(value)) {",
-        "    throw new CaseError(field, `expected an integer, got ${describe(value)} ${show(value)}`);",
+        "  if (typeof value === \"number\" && Number.isSafeInteger(value)) return value;",
+        "  const wide = typeof value === \"bigint\" ? value > MAX_SAFE || value < -MAX_SAFE",
+        "    : typeof value === \"number\" && Number.isInteger(value);",
+        "  if (wide) {",
+        "    const digits = String(value);",
+        "    const shown = digits.length <= 60 ? digits : `${digits.slice(0, 57)}...`;",
+        "    throw new CaseError(field, `the integer ${shown} is beyond ±(2^53-1), this checker's limit ` +",
+        "      \"(JavaScript numbers are exact only up to there; SPEC.md section 3.4)\");",
         "  }",
-        "  return value;",
+        "  throw new CaseError(field, `expected an integer, got ${describe(value)} ${show(value)}`);",
         "}",
         "",
         "function readPair(value, field) {",
@@ -330,6 +518,11 @@ def render_js(spec: Spec) -> str:
         "export function checkCase(caseObject, profile = \"strict\") {",
         "  return check(profile, readCase(caseObject));",
         "}",
+        "",
+        "/** Read (strictly, readJSON) and decide one case given as JSON text. */",
+        "export function checkCaseText(text, profile = \"strict\") {",
+        "  return checkCase(readJSON(text, \"case\"), profile);",
+        "}",
     ]
     return "\n".join(out).rstrip() + "\n"
 
@@ -341,17 +534,12 @@ def render_js_adapter(spec: Spec) -> str:
         "//   tailguard conform -- node js/conform-adapter.mjs",
         "// One request per stdin line, {\"profile\": ..., \"case\": {...}}; one response per stdout line.",
         "import { createInterface } from \"node:readline\";",
-        "import { CaseError, checkCase } from \"./tailguard-checker.mjs\";",
+        "import { CaseError, checkCase, readJSON } from \"./tailguard-checker.mjs\";",
         "",
         "function answer(line) {",
-        "  let request;",
         "  try {",
-        "    request = JSON.parse(line);",
-        "  } catch (err) {",
-        "    return { error: `request: invalid JSON (${err.message})` };",
-        "  }",
-        "  try {",
-        "    if (request === null || typeof request !== \"object\") {",
+        "    const request = readJSON(line, \"request\");  // strictly: 60.0 stays a float, a repeated key is refused",
+        "    if (request === null || typeof request !== \"object\" || Array.isArray(request)) {",
         "      throw new CaseError(\"request\", \"expected a JSON object\");",
         "    }",
         "    return checkCase(request.case, request.profile ?? \"strict\");",

@@ -7,13 +7,11 @@ writes files. Expressions compile to calls on the interval primitives of
 
 from __future__ import annotations
 
-import inspect
-
-from tailguard import intervals
+from tailguard.backends import scan_ir
 from tailguard.jsonstrict import MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
-from tailguard.speclang.deps import needed_defines
+from tailguard.speclang.deps import names, needed_defines
 from tailguard.speclang.load import Clause, Profile, Spec
 from tailguard.speclang.pretty import pretty
 
@@ -45,18 +43,92 @@ def _typed_args(spec: Spec) -> str:
     return ", ".join(f"{_var(i.symbol)}: {_PYTYPE[i.type]}" for i in spec.inputs)
 
 
+class NoRule(ValueError):
+    """A spec expression that no rule of the renderer covers (add a rule, and its proof, to
+    ``backends/python_render.py`` and ``backends/checker_z3.py``)."""
+
+
 class PythonCompiler:
-    def __init__(self, spec: Spec, env: dict[str, Type]) -> None:
+    """Spec expressions to Python, by the rules of the fast checker (issue 14).
+
+    A value of type ``set`` is a *normal list* (sorted, disjoint, non-adjacent, non-empty pairs).
+    The rules: ``union(L)`` merges ``L`` once (``_merged``: one pass, and a sort only when ``L``
+    is not sorted); a union of several terms is one merge of all their pairs; ``J \\ S`` for an
+    interval ``J`` is one scan (``_gaps``); ``J subset S`` is ``not _gaps(J, S)``; two intervals'
+    intersection is a pair of endpoints; ``J subset K`` and ``empty(J & K)`` for intervals are
+    the endpoint comparisons of ``_within`` and ``_disjoint``, written inline. Anything else is
+    :class:`NoRule`. Theorem T18 reads the rendered clauses back and proves each.
+    """
+
+    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset()) -> None:
         self.spec, self.env = spec, env
+        #: set-valued definitions already computed where this code runs (``v_<name>``)
+        self.available = available
+
+    def union_of(self, source: str) -> str | None:
+        """A computed definition that is ``union(source)``, if any."""
+        for d in self.spec.defines:
+            if (d.name in self.available and isinstance(d.node, ast.Call) and d.node.func == "union"
+                    and isinstance(d.node.args[0], ast.Name) and d.node.args[0].name == source):
+                return d.name
+        return None
 
     def type_of(self, node: ast.Node) -> Type:
         from tailguard.speclang.typecheck import infer
 
         return infer(node, self.env)
 
-    def as_set(self, node: ast.Node) -> str:
+    def is_pair(self, node: ast.Node) -> bool:
+        """An interval value, or the intersection of two (a pair of endpoints, maybe empty)."""
+        if self.type_of(node) == "interval":
+            return True
+        return (isinstance(node, ast.SetOp) and node.op == "&" and self.is_pair(node.left)
+                and self.is_pair(node.right))
+
+    def pair(self, node: ast.Node) -> tuple[str, str]:
+        """``(lo, hi)`` code of a pair value."""
+        match node:
+            case ast.IntervalLit(lo=lo, hi=hi):
+                return self.expr(lo), self.expr(hi)
+            case ast.SetOp(op="&", left=l, right=r):
+                (a, b), (c, d) = self.pair(l), self.pair(r)
+                return f"max({a}, {c})", f"min({b}, {d})"
         code = self.expr(node)
-        return f"_interval(*{code})" if self.type_of(node) == "interval" else code
+        return f"{code}[0]", f"{code}[1]"
+
+    def pair_code(self, node: ast.Node) -> str:
+        if isinstance(node, (ast.Name, ast.Field)):
+            return self.expr(node)
+        lo, hi = self.pair(node)
+        return f"({lo}, {hi})"
+
+    def terms(self, node: ast.Node) -> list[str]:
+        """Code of lists of pairs whose union is the set ``node`` (not merged)."""
+        match node:
+            case ast.SetOp(op="|", left=l, right=r):
+                return self.terms(l) + self.terms(r)
+            case ast.Call(func="union", args=(x,)):
+                return [self.expr(x)]
+        if self.is_pair(node):
+            return [f"[{self.pair_code(node)}]"]
+        return [self.as_set(node)]
+
+    def as_set(self, node: ast.Node) -> str:
+        """Code of the set ``node`` as a normal list."""
+        match node:
+            case ast.Name(name=n) if self.env.get(n) == "set":
+                return _var(n)
+            case ast.Call(func="union", args=(x,)):
+                return f"_merged({self.expr(x)})"
+            case ast.SetOp(op="|"):
+                return f"_merged_runs({' + '.join(self.terms(node))})"
+            case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
+                lo, hi = self.pair(l)
+                return f"_gaps({lo}, {hi}, {self.as_set(r)})"
+        if self.is_pair(node):
+            lo, hi = self.pair(node)
+            return f"_gaps({lo}, {hi}, [])"
+        raise NoRule(f"no rule of the fast checker renders the set {pretty(node)!r}")
 
     def expr(self, node: ast.Node) -> str:
         match node:
@@ -70,42 +142,59 @@ class PythonCompiler:
                 return f"({self.expr(l)} {op} {self.expr(r)})"
             case ast.Call(func="max" | "min" as f, args=(x, y)):
                 return f"{f}({self.expr(x)}, {self.expr(y)})"
-            case ast.Call(func="union", args=(x,)):
-                return f"_normalize({self.expr(x)})"
             case ast.Call(func="empty", args=(ast.SetOp(op="&", left=l, right=r),)) if (
-                self.type_of(l) == self.type_of(r) == "interval"
+                self.is_pair(l) and self.is_pair(r)
             ):
-                # two intervals are disjoint iff max(lo) >= min(hi) (endpoint form, theorem T2)
-                return f"_disjoint({self.expr(l)}, {self.expr(r)})"
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
+                return f"({a0} >= {a1} or {b0} >= {b1} or {a0} >= {b1} or {b0} >= {a1})"  # _disjoint
+            case ast.Call(func="empty", args=(x,)) if self.is_pair(x):
+                lo, hi = self.pair(x)
+                return f"({lo} >= {hi})"
             case ast.Call(func="empty", args=(x,)):
                 return f"(not {self.as_set(x)})"
             case ast.Call(func="known", args=(x,)):
                 return f"({self.expr(x)} in UNITS)"
-            case ast.IntervalLit(lo=lo, hi=hi):
-                return f"({self.expr(lo)}, {self.expr(hi)})"
-            case ast.SetOp(op=op, left=l, right=r):
-                fn = {"|": "_union", "&": "_intersect", "\\": "_difference"}[op]
-                return f"{fn}({self.as_set(l)}, {self.as_set(r)})"
+            case ast.IntervalLit():
+                return self.pair_code(node)
             case ast.Compare(ops=ops, operands=operands):
                 parts = [self.expr(operands[0])]
                 for cop, o in zip(ops, operands[1:], strict=True):
                     parts += [cop, self.expr(o)]
                 return f"({' '.join(parts)})"
-            case ast.Subset(left=l, right=r) if self.type_of(l) == self.type_of(r) == "interval":
-                # [l0, l1) within [r0, r1): empty, or r0 <= l0 and l1 <= r1 (endpoint form, theorem T2)
-                return f"_within({self.expr(l)}, {self.expr(r)})"
-            case ast.Subset(left=l, right=r):
-                return f"_is_subset({self.as_set(l)}, {self.as_set(r)})"
+            case ast.Subset(left=l, right=r) if self.is_pair(l) and self.is_pair(r):
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(r)
+                return f"({a0} >= {a1} or ({b0} <= {a0} and {a1} <= {b1}))"  # _within
+            case ast.Subset(left=l, right=ast.SetOp(op="\\", left=k, right=m)) if self.is_pair(l) and self.is_pair(k):
+                # J subset K \ S: J empty, or J within K and J meets no offset of S (one bisect)
+                (a0, a1), (b0, b1) = self.pair(l), self.pair(k)
+                return f"({a0} >= {a1} or ({b0} <= {a0} and {a1} <= {b1} and not _meets({a0}, {a1}, {self.as_set(m)})))"
+            case ast.Subset(left=l, right=r) if self.is_pair(l):
+                lo, hi = self.pair(l)
+                return f"(not _gaps({lo}, {hi}, {self.as_set(r)}))"
             case ast.BoolOp(op=op, operands=operands):
                 return "(" + f" {op} ".join(self.expr(o) for o in operands) + ")"
             case ast.Not(operand=o):
                 return f"(not {self.expr(o)})"
+            case ast.Quant(kind="all", var=v, sources=srcs, body=b) if _bounds_of(b, v) is not None:
+                # all(r in ...: A <= r.lo <= r.hi <= B): each interval by endpoints, each list by columns
+                low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
+                parts = [f"({low} <= {_var(s)}[0] <= {_var(s)}[1] <= {high})" if self.env[s] == "interval"
+                         else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
+                return "(" + " and ".join(parts) + ")"
+            case ast.Quant(kind="all", var=v, sources=(src,),
+                           body=ast.Call(func="empty", args=(ast.SetOp(op="&", left=ast.Name(name=rv), right=j),)),
+                           ) if rv == v and self.union_of(src) and self.is_pair(j) and v not in set(names(j)):
+                # no pair of L meets J iff union(L) does not (empty pairs meet nothing): one bisect
+                lo, hi = self.pair(j)
+                return f"(not _meets({lo}, {hi}, {_var(self.union_of(src) or '')}))"
             case ast.Quant(kind=k, var=v, sources=srcs, body=b):
                 inner = dict(self.env)
                 inner[v] = "interval"
                 body = PythonCompiler(self.spec, inner).expr(b)
                 return f"{k}({body} for {_var(v)} in {self.source_tuple(srcs)})"
-        raise TypeError(f"cannot compile {type(node).__name__}")
+            case ast.SetOp() | ast.Call(func="union"):
+                return self.as_set(node)
+        raise NoRule(f"no rule of the fast checker renders {type(node).__name__} {pretty(node)!r}")
 
     def source_tuple(self, srcs: tuple[str, ...]) -> str:
         parts = [_var(s) if self.env[s] == "interval" else f"*{_var(s)}" for s in srcs]
@@ -114,22 +203,16 @@ class PythonCompiler:
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def _primitives_source() -> str:
-    text = inspect.getsource(intervals)
-    body = text.split("# --- begin primitives ---\n", 1)[1].split("# --- end primitives ---", 1)[0]
-    renames = {
-        "def interval(": "def _interval(", "def normalize(": "def _normalize(",
-        "def union(": "def _union(", "def intersect(": "def _intersect(",
-        "def difference(": "def _difference(", "def is_subset(": "def _is_subset(",
-        "def fmt_set(": "def _fmt_set(", "def within(": "def _within(", "def disjoint(": "def _disjoint(",
-        "normalize(a + b)": "_normalize(a + b)", "not difference(a, b)": "not _difference(a, b)",
-    }
-    for old, new in renames.items():
-        body = body.replace(old, new)
-    body = body.replace("from collections.abc import Iterable\n\n", "")
-    # doctests refer to the public names; keep the docstrings but drop their examples
-    lines = [ln for ln in body.splitlines() if not ln.lstrip().startswith((">>>", "[(", "([("))]
-    return "\n".join(lines).rstrip() + "\n"
+_FMT_SET = '''\
+def _fmt_set(s: list[tuple[int, int]]) -> str:
+    """Human form: ``[0, 8), [9, 12)``; ``nothing`` when empty."""
+    return ", ".join(f"[{lo}, {hi})" for lo, hi in s) if s else "nothing"
+'''
+
+
+def _algorithms_source() -> str:
+    """The algorithms of :mod:`tailguard.backends.scan_ir`, as the checker runs them."""
+    return "\n\n".join([*(scan_ir.render_py(f) for f in scan_ir.FUNCS), scan_ir.MERGED_PY, _FMT_SET]) + "\n"
 
 
 def _quant_witness(c: PythonCompiler, node: ast.Node) -> str | None:
@@ -148,6 +231,23 @@ def _quant_witness(c: PythonCompiler, node: ast.Node) -> str | None:
     return None
 
 
+def _bounds_of(body: ast.Node, var: str) -> tuple[ast.Node, ast.Node] | None:
+    """``(A, B)`` when ``body`` is ``A <= var.lo <= var.hi <= B`` with A, B free of ``var``."""
+    if (isinstance(body, ast.Compare) and body.ops == ("<=", "<=", "<=") and len(body.operands) == 4):
+        low, first, second, high = body.operands
+        if (isinstance(first, ast.Field) and first.base == var and first.attr == "lo"
+                and isinstance(second, ast.Field) and second.base == var and second.attr == "hi"
+                and var not in set(names(low)) and var not in set(names(high))):
+            return low, high
+    return None
+
+
+def _holes_are_the_difference(cl: Clause) -> bool:
+    h, k = cl.holes, cl.holds
+    return (isinstance(k, ast.Subset) and isinstance(h, ast.SetOp) and h.op == "\\"
+            and pretty(h.left) == pretty(k.left) and pretty(h.right) == pretty(k.right))
+
+
 def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     c = PythonCompiler(spec, spec.env)
     fn = f"_check_{prof.id}"
@@ -161,12 +261,21 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append(f"    if not {c.expr(gate.holds)}:")
         out.append(f'        return Decision("refuse", ({gate.id!r},), ())')
     roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
-    for name in needed_defines(spec, roots):
+    computed = needed_defines(spec, roots)
+    for name in computed:
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"    {_var(name)} = {c.expr(d.node)}  # {name} = {d.source}")
+    c = PythonCompiler(spec, spec.env, frozenset(computed))
     out.append("    failed: list[str] = []")
     out.append("    holes: tuple[tuple[int, int], ...] = ()")
     for cl in rest:
+        if cl.holes is not None and prof.report != "first" and _holes_are_the_difference(cl):
+            # `L subset R` with holes `L \ R`: one scan gives both (the clause holds iff no hole)
+            out.append(f"    h_{cl.id} = {c.as_set(cl.holes)}  # holes: {pretty(cl.holes)}")
+            out.append(f"    if h_{cl.id}:  # {cl.id}: {pretty(cl.holds)}")
+            out.append(f"        failed.append({cl.id!r})")
+            out.append(f"        holes = tuple(h_{cl.id})")
+            continue
         out.append(f"    if not {c.expr(cl.holds)}:  # {cl.id}: {pretty(cl.holds)}")
         if prof.report == "first":
             out.append(f'        return Decision("refuse", ({cl.id!r},), ())')
@@ -255,7 +364,9 @@ def render_python(spec: Spec) -> str:
         "from __future__ import annotations",
         "",
         "import reprlib as _reprlib",
+        "from bisect import bisect_left as _bisect_left",
         "from collections.abc import Callable, Iterable, Mapping",
+        "from operator import le as _le",
         "from typing import Any, NamedTuple",
         "",
         "__all__ = [",
@@ -305,7 +416,7 @@ def render_python(spec: Spec) -> str:
         "",
         "",
     ]
-    out.append(_primitives_source())
+    out.append(_algorithms_source())
     out += [
         "def _fmt_pair(pair: tuple[int, int] | None) -> str:",
         '    return "an interval" if pair is None else f"[{pair[0]}, {pair[1]})"',
@@ -387,8 +498,31 @@ def _render_api(spec: Spec) -> list[str]:
         '    return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))',
         "",
         "",
+        "def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> bool:",
+        '    """Every item a tuple or list of two ``int`` of at most ``MAX_INT_DIGITS`` digits, checked',
+        '    column by column by builtins (the common case; anything else takes the item-by-item path)."""',
+        "    if not items:",
+        "        return True",
+        "    if not set(map(type, items)) <= _PAIR_TYPES or set(map(len, items)) != {2}:",
+        "        return False",
+        "    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10",
+        "    return (set(map(type, los)) == _INT_TYPE == set(map(type, his))",
+        "            and _INT_MIN < min(los) and max(los) < _INT_BOUND",
+        "            and _INT_MIN < min(his) and max(his) < _INT_BOUND)",
+        "",
+        "",
+        "_PAIR_TYPES = {tuple, list}",
+        "_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair",
+        "_INT_TYPE = {int}",
+        "",
+        "",
         "def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:",
         '    """Materialize an iterable of pairs once; at most ``room`` of them."""',
+        "    if type(value) is list or type(value) is tuple:",
+        "        if not value:",
+        "            return []",
+        "        if _COLUMNS <= len(value) <= room and _plain_pairs(value):",
+        "            return list(map(tuple, value))  # the common case, long: read column by column",
         "    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):",
         '        raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")',
         "    out: list[tuple[int, int]] = []",
@@ -477,3 +611,8 @@ _PYTYPE = {
     "intervals": "list[tuple[int, int]]",
     "unit": "str",
 }
+
+
+def _primitives_source() -> str:
+    """The helper code clause predicates run with, imports included (the vector search)."""
+    return "from bisect import bisect_left as _bisect_left\nfrom operator import le as _le\n\n\n" + _algorithms_source()

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from tailguard.backends import vector_inputs
 from tailguard.backends.python_render import (
     PythonCompiler,
     _primitives_source,
@@ -559,6 +560,7 @@ def build(spec: Spec, root: Path) -> dict[str, Any]:
         "combinations": combos,
         "malformed": b.malformed(),
         "random": b.random_corpus(),
+        **{group: make() for group, make in vector_inputs.builders(spec, b.checker).items()},
         "_impossible": b.impossible_combinations(combos),
     }
     out["_impossible_malformed"] = b.impossible_malformed

@@ -10,7 +10,10 @@ clause or boundary it exercises and the expected decision of both profiles. The 
 - ``combinations``: every clause failing alone, and every combination that can fail together
   (the ones that cannot are listed in the manifest as ``impossible``);
 - ``malformed``: each conjunct of ``well_formed`` violated alone;
-- ``random``: a corpus drawn with a fixed seed, one case per distinct outcome, minimized.
+- ``random``: a corpus drawn with a fixed seed, one case per distinct outcome, minimized;
+- ``inputs``: unusable input (expected answer: an error naming the field) and extra keys
+  (ignored), as exact JSON text (:mod:`tailguard.backends.vector_inputs`);
+- ``integers``: integers from 2^31 - 1 to 1,000 digits, exact answers.
 
 The search runs in a fresh interpreter (:mod:`tailguard.backends.vector_search`), so z3
 always starts from the same state and the output is deterministic; the result is cached
@@ -32,7 +35,7 @@ from typing import Any
 from tailguard.speclang.load import Spec
 
 GENERATOR = "tailguard.backends.vectors"
-FORMAT = "tailguard-vectors/1"
+FORMAT = "tailguard-vectors/2"
 DIRECTORY = "spec/vectors"
 GROUPS: dict[str, str] = {
     "examples": "The worked examples of SPEC.md section 7 (examples/cases/).",
@@ -41,6 +44,13 @@ GROUPS: dict[str, str] = {
     "combinations": "Every clause failing alone, and every combination of clauses that can fail together.",
     "malformed": "Each conjunct of strict well_formed violated alone: the guard must fail closed.",
     "random": "A random corpus (fixed seed), one case per distinct outcome of both profiles, minimized.",
+    "inputs": ("Unusable input, as exact JSON text (case_text): each field of each type made unreadable (a float "
+               "or exponent form of the same integer, a boolean, a string, null, nesting missing or added, a "
+               "missing field), NaN, over-limit integers and nesting, repeated keys, a case that is not an object. "
+               "The answer is an error naming one of the names in expected.unusable; extra keys are ignored."),
+    "integers": ("Integers from 2^31-1 to 1,000 digits (exact answers), shaped so that wrapping at 32 or 64 bits or "
+                 "rounding to a double changes the answer. 'declinable' vectors hold an integer beyond "
+                 "±(2^53-1): an implementation may answer an error there (a declared limit), never another decision."),
 }
 
 _CACHE: dict[str, dict[str, Any]] = {}
@@ -60,9 +70,10 @@ def _inputs_key(spec: Spec, root: Path) -> str:
 
     h = hashlib.sha256(spec.sha256.encode())
     here = Path(__file__).resolve().parent
-    for name in ("vector_search.py", "vectors.py", "python_render.py", "z3_encode.py"):
+    for name in ("vector_search.py", "vector_inputs.py", "vectors.py", "python_render.py", "z3_encode.py"):
         h.update((here / name).read_bytes())
     h.update((here.parent / "intervals.py").read_bytes())
+    h.update((here.parent / "jsonstrict.py").read_bytes())
     for path in sorted((examples_root(root) / "examples" / "cases").glob("*.json")):
         h.update(path.name.encode() + path.read_bytes())
     with contextlib.suppress(PackageNotFoundError):

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register check-config's options."""
     parser.epilog = ("exit codes: 0 safe, 1 unsafe, 3 unknown (a budget ran out), 2 unusable input "
                      "(FILE:LINE: key: reason); several files: the worst verdict")
-    parser.add_argument("policies", nargs="+", metavar="POLICY.toml",
+    parser.add_argument("policies", nargs="*", metavar="POLICY.toml",
                         help="policy files (format: docs/check-config.md)")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                         help="text: verdict, findings and traces (default); json: one object for all files; "
@@ -48,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the verdicts as one self-contained HTML page (docs/html-report.md)")
     parser.add_argument("--depth", type=int, default=150,
                         help="depth budget: the longest session the bounded search tries (appends)")
+    parser.add_argument("--explain", action="store_true",
+                        help="print each framework policy's translation into stages (docs/presets/) "
+                             "instead of checking it")
+    parser.add_argument("--list-frameworks", action="store_true",
+                        help="list the framework presets and the package versions each was validated on")
     parser.add_argument("--budget", type=int, default=100, metavar="N",
                         help="solver budget: N million z3 resource units (rlimit) for each solver "
                              "query and for the invariant search; counted in work, not time, so "
@@ -59,6 +64,15 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from tailguard.pipeline.policy import Policy, PolicyError, load_policy
     from tailguard.pipeline.report import EXIT_CODES, BadFile, Report, overall
 
+    if args.list_frameworks or args.explain:
+        from tailguard.cli.check_config_presets import explain, list_frameworks
+
+        if args.list_frameworks:
+            return list_frameworks(args.format, stdout)
+        return explain(args.policies, args.format, stdout, stderr)
+    if not args.policies:
+        print("tailguard check-config: give at least one POLICY.toml (or --list-frameworks)", file=stderr)
+        return 2
     if args.depth < 1 or args.budget < 1:
         print("tailguard check-config: --depth and --budget must be >= 1", file=stderr)
         return 2

@@ -72,9 +72,11 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.format == "json":
         print(json.dumps({
             "exit": outcome.exit_code, "checks": outcome.checks, "agreed": outcome.agreed,
+            "declined": outcome.declined,
             "mode": args.mode, "spec_version": vset.spec_version, "vectors_sha256": vset.sha256,
             "mismatches": [{"id": m.check.id, "profile": m.check.profile, "exercises": m.check.what,
-                            "case": m.check.case, "expected": m.check.expected, "actual": m.actual}
+                            "case": m.check.case,
+                            "case_text": m.check.case_text, "expected": m.check.expected, "actual": m.actual}
                            for m in outcome.mismatches],
             "failure": None if outcome.failure is None else {"kind": outcome.failure.kind,
                                                               "detail": outcome.failure.detail},

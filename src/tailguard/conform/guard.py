@@ -11,10 +11,12 @@ as lists of tuples); ``<interval field>_start`` / ``_end`` get its ``lo`` / ``hi
 parameter that is none of these makes the guard unverifiable (exit 2). The spec still decides
 on the whole case, so a guard that ignores a field it needs shows up as a disagreement.
 
-Phases: (1) every conformance vector; (2) Hypothesis differential testing against the naive
-reference, shrunk to a smallest case; (3) ``crosshair diffbehavior`` between the guard and
-the spec, when the guard takes every case field (otherwise the two functions cannot share a
-signature and the phase is reported as skipped). Hypothesis and CrossHair load only here.
+Phases: (1) every conformance vector with a decision (the unusable-input vectors are JSON
+text, which a function taking values never reads: ``tailguard conform`` checks those);
+(2) Hypothesis differential testing against the naive reference, shrunk to a smallest case;
+(3) ``crosshair diffbehavior`` between the guard and the spec, when the guard takes every
+case field (otherwise the two functions cannot share a signature and the phase is reported as
+skipped). Hypothesis and CrossHair load only here.
 """
 
 from __future__ import annotations
@@ -178,6 +180,8 @@ def phase_vectors(fn: Callable[..., Any], adapter: Adapter, profile: str, vector
                   verdict: Verdict) -> None:
     n = bad = 0
     for v in vectors:
+        if not v.decides or not isinstance(v.case, dict):
+            continue  # unusable input: a Python guard takes values, not JSON text (`tailguard conform` reads text)
         n += 1
         want = v.expected[profile]["decision"] == "allow"
         got = guard_allows(fn, adapter, v.case)

@@ -6,6 +6,12 @@ Comparison modes (declared, default ``everything``):
 - ``clauses``: the decision and ``failed`` (the clause ids, in spec order);
 - ``everything``: the decision, ``failed`` and ``holes``.
 
+A vector whose expected answer is ``{"unusable": [names]}`` agrees with an error answer only,
+in every mode; in ``clauses`` and ``everything`` the error must name one of the names (its
+text starts with it). A ``declinable`` vector (an integer beyond ±(2^53-1), SPEC.md section
+3.4) may also be answered with an error: counted as *declined*, never as a mismatch; a
+decision there must still be the exact one.
+
 Exit codes: 0 every answer agrees, 1 any mismatch, 2 the implementation crashed, hung
 (per-case timeout) or answered with something that is not a response.
 """
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shlex
 import time
 from collections.abc import Iterator, Sequence
@@ -27,9 +34,26 @@ MODES = ("decision", "clauses", "everything")
 _KEYS = {"decision": ("decision",), "clauses": ("decision", "failed"), "everything": ("decision", "failed", "holes")}
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_error(actual: Response) -> bool:
+    return "error" in actual and "decision" not in actual
+
+
+def names_field(error: str, names: Sequence[str]) -> bool:
+    """Whether an error text starts with one of ``names`` (``history_end: ...``, ``spills[0][1]: ...``)."""
+    m = _NAME.match(error)
+    return m is not None and m.group() in names
+
+
 def compare(mode: str, expected: dict[str, Any], actual: Response) -> bool:
-    """Whether ``actual`` agrees with ``expected`` under ``mode`` (an ``error`` answer never agrees)."""
-    if "error" in actual and "decision" not in actual:
+    """Whether ``actual`` agrees with ``expected`` under ``mode``: an error answer agrees only with an
+    expected ``unusable`` (naming one of its names, except in mode ``decision``), a decision only
+    with the same decision."""
+    if "unusable" in expected:
+        return is_error(actual) and (mode == "decision" or names_field(actual["error"], expected["unusable"]))
+    if is_error(actual):
         return False
     for key in _KEYS[mode]:
         want = expected[key]
@@ -51,6 +75,12 @@ class Check:
     expected: dict[str, Any]
     what: str
     group: str  # for the summary: what kind of thing this check exercises
+    text: str = ""  # the case's exact JSON text, as sent
+    declinable: str | None = None  # why an error answer is acceptable instead of the decision
+
+    @property
+    def case_text(self) -> str:
+        return self.text or json.dumps(self.case, separators=(",", ":"))
 
 
 @dataclass
@@ -63,6 +93,7 @@ class Mismatch:
 class Outcome:
     checks: int = 0
     agreed: int = 0
+    declined: int = 0  # declinable checks answered with an error (a declared limit), counted in agreed
     mismatches: list[Mismatch] = field(default_factory=list)
     failure: ProtocolFailure | None = None
     failure_check: Check | None = None
@@ -123,7 +154,7 @@ def random_checks(count: int, seed: int, profiles: Sequence[str]) -> Iterator[Ch
 def vector_checks(vectors: Sequence[Vector], profiles: Sequence[str]) -> Iterator[Check]:
     for v in vectors:
         for profile in profiles:
-            yield Check(v.id, profile, v.case, v.expected[profile], v.describe(), v.group())
+            yield Check(v.id, profile, v.case, v.expected[profile], v.describe(), v.group(), v.text, v.declinable)
 
 
 def run(command: Sequence[str], checks: Iterator[Check], *, mode: str = "everything",
@@ -137,12 +168,15 @@ def run(command: Sequence[str], checks: Iterator[Check], *, mode: str = "everyth
         for chk in checks:
             out.checks += 1
             try:
-                actual = child.ask(chk.profile, chk.case)
+                actual = child.ask(chk.profile, chk.case_text)
             except ProtocolFailure as exc:
                 out.failure, out.failure_check = exc, chk
                 break
             if compare(mode, chk.expected, actual):
                 out.agreed += 1
+            elif chk.declinable and is_error(actual):
+                out.agreed += 1
+                out.declined += 1
             else:
                 out.mismatches.append(Mismatch(chk, actual))
     except ProtocolFailure as exc:
@@ -156,11 +190,17 @@ def run(command: Sequence[str], checks: Iterator[Check], *, mode: str = "everyth
 
 def reproduce_line(command: Sequence[str], chk: Check) -> str:
     """A shell line that asks the implementation this one question."""
-    return f"printf '%s\\n' {shlex.quote(request_line(chk.profile, chk.case))} | {shlex.join(command)}"
+    return f"printf '%s\\n' {shlex.quote(request_line(chk.profile, chk.case_text))} | {shlex.join(command)}"
 
 
 def _j(value: Any) -> str:
     return json.dumps(value, separators=(", ", ": "))
+
+
+def _shown_expected(expected: dict[str, Any], mode: str) -> dict[str, Any]:
+    if "unusable" in expected:
+        return {"error": " | ".join(f"{n}: ..." for n in expected["unusable"])}
+    return {k: expected[k] for k in _KEYS[mode]}
 
 
 def report(out: Outcome, command: Sequence[str], *, mode: str, max_details: int = 10) -> list[str]:
@@ -171,8 +211,8 @@ def report(out: Outcome, command: Sequence[str], *, mode: str, max_details: int 
         shown = {k: m.actual.get(k) for k in ("decision", "failed", "holes", "error") if k in m.actual}
         lines += [
             f"MISMATCH {c.id} (profile {c.profile}): {c.what}",
-            f"  case:      {_j(c.case)}",
-            f"  expected:  {_j({k: c.expected[k] for k in _KEYS[mode]})}",
+            f"  case:      {c.case_text if c.text else _j(c.case)}",
+            f"  expected:  {_j(_shown_expected(c.expected, mode))}",
             f"  actual:    {_j(shown)}",
             f"  reproduce: {reproduce_line(command, c)}",
         ]
@@ -194,8 +234,10 @@ def report(out: Outcome, command: Sequence[str], *, mode: str, max_details: int 
         if out.failure_check is not None:
             lines.append(f"  reproduce: {reproduce_line(command, out.failure_check)}")
     verdict = {0: "CONFORMS", 1: "DOES NOT CONFORM", 2: "UNUSABLE"}[out.exit_code]
+    declined = (f" ({out.declined} declined at a declared limit: an error for an integer beyond ±(2^53-1))"
+                if out.declined else "")
     lines.append(
-        f"{verdict}: {out.agreed}/{out.checks} answers agree, {len(out.mismatches)} mismatch(es), "
+        f"{verdict}: {out.agreed}/{out.checks} answers agree{declined}, {len(out.mismatches)} mismatch(es), "
         f"mode {mode}, {out.seconds:.2f} s"
     )
     return lines

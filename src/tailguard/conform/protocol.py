@@ -4,12 +4,13 @@ tailguard writes one request per line on the implementation's stdin::
 
     {"profile": "strict", "case": {...the tailguard check fields...}}
 
-and reads exactly one response line from its stdout::
+(the case is sent as the vector's exact JSON text) and reads exactly one response line from
+its stdout: a decision,
 
     {"decision": "allow" | "refuse", "failed": ["clause", ...], "holes": [[lo, hi], ...]}
 
-A case the implementation cannot read (never sent by the vectors) may be answered with
-``{"error": "<field>: <reason>"}``. Anything else on stdout, an exit, or no answer within the
+or, for a case it cannot read (unusable input, SPEC.md section 3.1; the ``inputs`` vectors),
+the error answer ``{"error": "<field>: <reason>"}``. Anything else on stdout, an exit, or no answer within the
 per-case timeout means the implementation is not speaking the protocol: the run stops. An
 answer is read strictly (:mod:`tailguard.jsonstrict`): a line that is not UTF-8, longer than
 :data:`~tailguard.jsonstrict.MAX_ANSWER_BYTES`, nested too deep, with a huge integer or a
@@ -39,8 +40,9 @@ class ProtocolFailure(Exception):
         super().__init__(f"{kind}: {detail}")
 
 
-def request_line(profile: str, case: dict[str, Any]) -> str:
-    return json.dumps({"profile": profile, "case": case}, separators=(",", ":"))
+def request_line(profile: str, case_text: str) -> str:
+    """One request; ``case_text`` is put in verbatim (it may be unusable on purpose)."""
+    return f'{{"profile":{json.dumps(profile)},"case":{case_text}}}'
 
 
 def parse_response(line: str) -> Response:
@@ -113,10 +115,10 @@ class Child:
     def stderr_tail(self) -> str:
         return "".join(self._stderr[-20:]).rstrip()
 
-    def ask(self, profile: str, case: dict[str, Any]) -> Response:
+    def ask(self, profile: str, case_text: str) -> Response:
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write((request_line(profile, case) + "\n").encode())
+            self.proc.stdin.write((request_line(profile, case_text) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise ProtocolFailure("crash", self._exit_text()) from None

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT = "tailguard-vectors/1"
+from tailguard import jsonstrict
+
+FORMAT = "tailguard-vectors/2"
 
 
 class VectorError(ValueError):
@@ -17,10 +19,23 @@ class VectorError(ValueError):
 
 @dataclass(frozen=True)
 class Vector:
+    """One vector. ``text`` is the exact JSON text of the case (a vector's ``case_text``, else its
+    ``case`` re-encoded); ``case`` is the decoded case, or None when the text is not strictly
+    decodable (a repeated key, NaN, over a limit). ``expected[profile]`` is a decision
+    ``{"decision", "failed", "holes"}`` or ``{"unusable": [names]}``: an error answer whose text
+    starts with one of the names. ``declinable`` (a reason) allows an error instead of the decision."""
+
     id: str
     exercises: dict[str, Any]
-    case: dict[str, Any]
-    expected: dict[str, dict[str, Any]]  # profile -> {"decision", "failed", "holes"}
+    case: Any
+    expected: dict[str, dict[str, Any]]
+    text: str = ""
+    declinable: str | None = None
+
+    @property
+    def decides(self) -> bool:
+        """Whether every profile's expected answer is a decision (not unusable input)."""
+        return all("decision" in e for e in self.expected.values())
 
     def describe(self) -> str:
         """One line: what this vector exercises."""
@@ -37,6 +52,13 @@ class Vector:
             return f"worked example {ex['source']}"
         if kind == "random":
             return f"random corpus (seed {ex['seed']}): {ex['signature']}"
+        if kind == "unusable":
+            return f"unusable input: {ex['field']} is {ex['violates']}" if ex["type"] != "object" else \
+                f"unusable input: {ex['violates']}"
+        if kind == "extra_keys":
+            return f"extra keys are ignored: {ex['violates']}"
+        if kind == "integers":
+            return f"integers at {ex['magnitude']}: {ex['what']}"
         return str(kind)
 
     def group(self) -> str:
@@ -49,7 +71,12 @@ class Vector:
             return f"{ex['profile']}.{ex['clauses'][0]} failing alone"
         if kind == "combination":
             return f"{ex['profile']} clauses failing in combination"
-        names = {"malformed": "malformed input", "example": "worked examples", "random": "random corpus"}
+        if kind == "unusable":
+            return f"unusable input ({ex['type']})"
+        if kind == "integers":
+            return f"integers at {ex['magnitude']}"
+        names = {"malformed": "malformed input", "example": "worked examples", "random": "random corpus",
+                 "extra_keys": "extra keys"}
         return names.get(str(kind), str(kind))
 
 
@@ -69,6 +96,19 @@ def default_directory() -> Path:
         return vectors_dir()
     except KitNotFound as exc:
         raise VectorError(str(exc)) from None
+
+
+def _vector(v: dict[str, Any]) -> Vector:
+    if "case_text" in v:
+        text = v["case_text"]
+        try:
+            case = jsonstrict.loads(text)
+        except jsonstrict.JSONInputError:
+            case = None
+    else:
+        case = v["case"]
+        text = json.dumps(case, separators=(",", ":"))
+    return Vector(v["id"], v["exercises"], case, v["expected"], text, v.get("declinable"))
 
 
 def load_vectors(directory: Path | None = None) -> VectorSet:
@@ -93,7 +133,7 @@ def load_vectors(directory: Path | None = None) -> VectorSet:
             raise VectorError(f"{path}: sha256 differs from manifest.json; regenerate with `tailguard gen`")
         doc = json.loads(data)
         for v in doc["vectors"]:
-            vectors.append(Vector(v["id"], v["exercises"], v["case"], v["expected"]))
+            vectors.append(_vector(v))
     if digest.hexdigest() != manifest["sha256"] or len(vectors) != manifest["count"]:
         raise VectorError(f"{d}: vector files do not match manifest.json (count or sha256)")
     return VectorSet(d, manifest["spec_version"], manifest["sha256"], tuple(vectors))

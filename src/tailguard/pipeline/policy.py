@@ -305,6 +305,10 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
     except RecursionError:
         raise PolicyError(file, 1, "toml", f"nested too deeply (the limit is {MAX_DEPTH})") from None
     _check_limits(r, data, "", 1)
+    if "framework" in data:  # brief 6c: a framework preset writes the stages (pipeline/presets/)
+        from tailguard.pipeline.presets import expand
+
+        data = expand(data, file, lines, text)
     r.unknown(data, _TOP, "")
     r.window = r.integer(data, "window", "window", 0)
     if "window" in data and r.window < 1:

@@ -1,0 +1,601 @@
+"""The interval algorithms of the runtime, in one small form: rendered to Python and JavaScript,
+and proved by z3 (``backends/scan_z3.py``, theorem T18) equal to the per-offset definitions.
+
+An algorithm is a :class:`Func`: straight-line code over pairs, or one pass over a list of
+pairs (``_merge_run``, ``_gaps``) with integer and flag state, ``if``,
+``break`` and an output list that only grows (``append``) or widens its last pair. The same
+:class:`Func` value is what :func:`render_py` and :func:`render_js` print and what
+``scan_z3`` encodes; :func:`parse_py` reads the printed Python back, so the proof can be run on
+the functions of the generated checker file itself (an edit to that file is an edit to what is
+proved). :data:`FUNCS` holds the algorithms; :data:`SORTS` the one helper that is not proved
+(``sorted``, from the standard library) and how it is used.
+
+Sets at run time are *normal lists*: pairs ``(lo, hi)``, each non-empty, sorted, disjoint and
+non-adjacent (the normal form of :mod:`tailguard.intervals`).
+
+Imports nothing outside the standard library and the project (no z3).
+"""
+
+from __future__ import annotations
+
+import ast as pyast
+from dataclasses import dataclass
+
+# --- expressions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Var:
+    """An integer or flag variable (a parameter, a state variable, the loop's ``lo``/``hi``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    value: int | bool
+
+
+@dataclass(frozen=True)
+class Part:
+    """``pair[0]`` or ``pair[1]`` of a pair parameter."""
+
+    pair: str
+    index: int
+
+
+@dataclass(frozen=True)
+class LastLo:
+    """The start of the last pair of the output (the output must not be empty)."""
+
+
+@dataclass(frozen=True)
+class LastHi:
+    """The end of the last pair of the output (the output must not be empty)."""
+
+
+@dataclass(frozen=True)
+class OutEmpty:
+    """The output list is empty."""
+
+
+@dataclass(frozen=True)
+class Arith:
+    op: str  # + | -
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Cmp:
+    op: str  # < <= > >= == !=
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Bool:
+    op: str  # and | or
+    operands: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: Expr
+
+
+Expr = Var | Const | Part | LastLo | LastHi | OutEmpty | Arith | Cmp | Bool | Not
+
+# --- statements --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Assign:
+    var: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class If:
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True)
+class Emit:
+    """``out.append((lo, hi))``."""
+
+    lo: Expr
+    hi: Expr
+
+
+@dataclass(frozen=True)
+class Widen:
+    """``out[-1] = (out[-1][0], hi)``: the last output pair gets a new end."""
+
+    hi: Expr
+
+
+@dataclass(frozen=True)
+class Break:
+    pass
+
+
+Stmt = Assign | If | Emit | Widen | Break
+
+
+@dataclass(frozen=True)
+class Func:
+    """An algorithm. ``pairs``: pair parameters; ``ints``: integer parameters; ``items``: the list
+    parameter a loop runs over (``for lo, hi in items``), or None for straight-line code.
+
+    ``state``: variables set before the loop (``out`` is the output list when ``output``);
+    ``body``: the loop body; ``after``: statements after the loop; ``returns``: the result, an
+    expression, or ``"out"``, or ``("out", flag)`` for ``out if flag else None``.
+    """
+
+    name: str
+    doc: str
+    pairs: tuple[str, ...] = ()
+    ints: tuple[str, ...] = ()
+    items: str | None = None
+    output: bool = False
+    state: tuple[Assign, ...] = ()
+    body: tuple[Stmt, ...] = ()
+    after: tuple[Stmt, ...] = ()
+    returns: Expr | str | tuple[str, str] = "out"
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return (*self.pairs, *self.ints, *((self.items,) if self.items else ()))
+
+
+def _v(name: str) -> Var:
+    return Var(name)
+
+
+def _lt(a: Expr, b: Expr) -> Cmp:
+    return Cmp("<", a, b)
+
+
+def _ge(a: Expr, b: Expr) -> Cmp:
+    return Cmp(">=", a, b)
+
+
+LO, HI = _v("lo"), _v("hi")
+
+MERGE_RUN = Func(
+    "_merge_run",
+    "The union of ``items`` as a normal list, in one pass that holds the current run in "
+    "``run_lo``/``run_hi``; None when some non-empty pair starts before the current run (the "
+    "pairs are not sorted: sort them and run again).",
+    items="items",
+    output=True,
+    state=(Assign("ordered", Const(True)), Assign("started", Const(False)),
+           Assign("run_lo", Const(0)), Assign("run_hi", Const(0))),
+    body=(If(_lt(LO, HI), (
+        If(Not(_v("started")), (Assign("started", Const(True)), Assign("run_lo", LO), Assign("run_hi", HI)), (
+            If(_lt(LO, _v("run_lo")), (Assign("ordered", Const(False)), Break()), (
+                If(Cmp("<=", LO, _v("run_hi")), (
+                    If(Cmp(">", HI, _v("run_hi")), (Assign("run_hi", HI),)),
+                ), (Emit(_v("run_lo"), _v("run_hi")), Assign("run_lo", LO), Assign("run_hi", HI))),
+            )),
+        )),
+    )),),
+    after=(If(Bool("and", (_v("ordered"), _v("started"))), (Emit(_v("run_lo"), _v("run_hi")),)),),
+    returns=("out", "ordered"),
+)
+
+GAPS = Func(
+    "_gaps",
+    "``[start, stop)`` minus the normal list ``items``, as a normal list, in one pass that stops "
+    "at the first pair starting at or after ``stop``.",
+    ints=("start", "stop"),
+    items="items",
+    output=True,
+    state=(Assign("cur", _v("start")),),
+    body=(
+        If(_ge(LO, _v("stop")), (Break(),)),
+        If(Cmp(">", LO, _v("cur")), (Emit(_v("cur"), LO),)),
+        If(Cmp(">", HI, _v("cur")), (Assign("cur", HI),)),
+    ),
+    after=(If(_lt(_v("cur"), _v("stop")), (Emit(_v("cur"), _v("stop")),)),),
+    returns="out",
+)
+
+#: every algorithm of the runtime, in the order the checkers define them
+FUNCS: tuple[Func, ...] = (MERGE_RUN, GAPS)
+BY_NAME = {f.name: f for f in FUNCS}
+
+#: Helpers built on the standard library (``sorted``, ``bisect``, ``min``/``max``/``all``/``map``/
+#: ``zip``), not on the loop form: T18 checks that the file holds exactly this text and proves
+#: each one's use from the contract of the standard library functions it calls (see
+#: ``backends/checker_z3.py``). ``_merged(items)``: one pass when the pairs come sorted, else a
+#: sort and the same pass; ``_merged_runs(items)``: the terms of a union, each sorted, merged by
+#: one sort (linear on sorted runs) and one pass; ``_meets``: whether an interval meets a normal
+#: list, by one ``bisect``; ``_bounded``: every pair inside ``[low, high]``, by columns.
+#:
+#: ``_merged(items)``: the one wrapper around the standard library's sort. It is not an
+#: algorithm of the IR: T18 proves that ``_merge_run`` succeeds on any list sorted by start
+#: and is right whenever it succeeds; that ``sorted`` sorts is the standard library's.
+MERGED_PY = '''\
+def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
+    an adapter writes them), else a sort and the same pass."""
+    out = _merge_run(items)
+    if out is None:
+        out = _merge_run(sorted(items))
+        assert out is not None  # a sorted list always merges in one pass (theorem T18)
+    return out
+
+
+def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of several lists joined (each usually sorted): one sort, linear on sorted
+    runs, and one pass."""
+    out = _merge_run(sorted(items))
+    assert out is not None  # a sorted list always merges in one pass (theorem T18)
+    return out
+
+
+def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
+    """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
+    pair that starts before ``stop`` can, and it is found by one bisect."""
+    j = _bisect_left(items, (stop,)) - 1
+    return start < stop and j >= 0 and items[j][1] > start
+
+
+def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
+    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
+    if len(items) < 32:  # short: pair by pair is faster than by columns
+        return all(low <= lo <= hi <= high for lo, hi in items)
+    los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
+    return low <= min(los) and max(his) <= high and all(map(_le, los, his))
+'''
+
+MERGED_JS = '''\
+function _byStart(x, y) {
+  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+}
+
+// The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
+function _merged(items) {
+  let out = _merge_run(items);
+  if (out === null) {
+    out = _merge_run(items.slice().sort(_byStart));
+    if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  }
+  return out;
+}
+
+// The union of several lists joined (each usually sorted): one sort and one pass.
+function _merged_runs(items) {
+  const out = _merge_run(items.sort(_byStart));
+  if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  return out;
+}
+
+// Whether [start, stop) shares an offset with the normal list items: only the last pair that
+// starts before stop can; it is found by binary search (the bisect_left of the Python checker).
+function _meets(start, stop, items) {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid][0] < stop) lo = mid + 1; else hi = mid;
+  }
+  const j = lo - 1;
+  return start < stop && j >= 0 && items[j][1] > start;
+}
+
+// Every pair [lo, hi] of items has low <= lo <= hi <= high.
+function _bounded(items, low, high) {
+  for (const [lo, hi] of items) {
+    if (!(low <= lo && lo <= hi && hi <= high)) return false;
+  }
+  return true;
+}
+'''
+
+# --- Python ------------------------------------------------------------------------------
+
+_PY_CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+
+
+def py_expr(e: Expr) -> str:
+    match e:
+        case Var(name=n):
+            return n
+        case Const(value=v):
+            return repr(v)
+        case Part(pair=p, index=i):
+            return f"{p}[{i}]"
+        case LastLo():
+            return "out[-1][0]"
+        case LastHi():
+            return "out[-1][1]"
+        case OutEmpty():
+            return "not out"
+        case Arith(op=op, left=l, right=r):
+            return f"{_py_atom(l)} {op} {_py_atom(r)}"
+        case Cmp(op=op, left=l, right=r):
+            return f"{_py_atom(l)} {_PY_CMP[op]} {_py_atom(r)}"
+        case Bool(op=op, operands=ops):
+            return f" {op} ".join(_py_paren(o) for o in ops)
+        case Not(operand=o):
+            return f"not {_py_paren(o)}"
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def _py_atom(e: Expr) -> str:
+    return py_expr(e) if isinstance(e, (Var, Const, Part, LastLo, LastHi)) else f"({py_expr(e)})"
+
+
+def _py_paren(e: Expr) -> str:
+    return f"({py_expr(e)})" if isinstance(e, (Bool, Not)) else py_expr(e)
+
+
+def _py_stmts(stmts: tuple[Stmt, ...], indent: str) -> list[str]:
+    out: list[str] = []
+    for s in stmts:
+        match s:
+            case Assign(var=v, value=x):
+                out.append(f"{indent}{v} = {py_expr(x)}")
+            case Emit(lo=lo, hi=hi):
+                out.append(f"{indent}out.append(({py_expr(lo)}, {py_expr(hi)}))")
+            case Widen(hi=hi):
+                out.append(f"{indent}out[-1] = (out[-1][0], {py_expr(hi)})")
+            case Break():
+                out.append(f"{indent}break")
+            case If(cond=c, then=t, orelse=o):
+                out.append(f"{indent}if {py_expr(c)}:")
+                out += _py_stmts(t, indent + "    ")
+                while len(o) == 1 and isinstance(o[0], If):  # else: if -> elif
+                    inner = o[0]
+                    out.append(f"{indent}elif {py_expr(inner.cond)}:")
+                    out += _py_stmts(inner.then, indent + "    ")
+                    o = inner.orelse
+                if o:
+                    out.append(f"{indent}else:")
+                    out += _py_stmts(o, indent + "    ")
+    return out
+
+
+def render_py(f: Func) -> str:
+    """The function as Python source (typed, with its docstring)."""
+    params = [f"{p}: tuple[int, int]" for p in f.pairs] + [f"{p}: int" for p in f.ints]
+    if f.items:
+        params.append(f"{f.items}: list[tuple[int, int]]")
+    if isinstance(f.returns, str):
+        rtype = "list[tuple[int, int]]"
+    elif isinstance(f.returns, tuple):
+        rtype = "list[tuple[int, int]] | None"
+    else:
+        rtype = "bool"
+    lines = [f"def {f.name}({', '.join(params)}) -> {rtype}:", f'    """{f.doc}"""']
+    if f.output:
+        lines.append("    out: list[tuple[int, int]] = []")
+    lines += _py_stmts(f.state, "    ")
+    if f.items:
+        lines.append(f"    for lo, hi in {f.items}:")
+        lines += _py_stmts(f.body, "        ")
+    lines += _py_stmts(f.after, "    ")
+    if isinstance(f.returns, str):
+        lines.append("    return out")
+    elif isinstance(f.returns, tuple):
+        lines.append(f"    return out if {f.returns[1]} else None")
+    else:
+        lines.append(f"    return {py_expr(f.returns)}")
+    return "\n".join(lines) + "\n"
+
+
+# --- JavaScript --------------------------------------------------------------------------
+
+_JS_CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "===", "!=": "!=="}
+
+
+def js_expr(e: Expr) -> str:
+    match e:
+        case Var(name=n):
+            return n
+        case Const(value=v):
+            return ("true" if v else "false") if isinstance(v, bool) else str(v)
+        case Part(pair=p, index=i):
+            return f"{p}[{i}]"
+        case LastLo():
+            return "out[out.length - 1][0]"
+        case LastHi():
+            return "out[out.length - 1][1]"
+        case OutEmpty():
+            return "out.length === 0"
+        case Arith(op=op, left=l, right=r):
+            return f"{_js_atom(l)} {op} {_js_atom(r)}"
+        case Cmp(op=op, left=l, right=r):
+            return f"{_js_atom(l)} {_JS_CMP[op]} {_js_atom(r)}"
+        case Bool(op=op, operands=ops):
+            return (" && " if op == "and" else " || ").join(_js_paren(o) for o in ops)
+        case Not(operand=o):
+            return f"!({js_expr(o)})"
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def _js_atom(e: Expr) -> str:
+    return js_expr(e) if isinstance(e, (Var, Const, Part, LastLo, LastHi)) else f"({js_expr(e)})"
+
+
+def _js_paren(e: Expr) -> str:
+    return f"({js_expr(e)})" if isinstance(e, (Bool, Not)) else js_expr(e)
+
+
+def _js_stmts(stmts: tuple[Stmt, ...], indent: str) -> list[str]:
+    out: list[str] = []
+    for s in stmts:
+        match s:
+            case Assign(var=v, value=x):
+                out.append(f"{indent}{v} = {js_expr(x)};")
+            case Emit(lo=lo, hi=hi):
+                out.append(f"{indent}out.push([{js_expr(lo)}, {js_expr(hi)}]);")
+            case Widen(hi=hi):
+                out.append(f"{indent}out[out.length - 1] = [out[out.length - 1][0], {js_expr(hi)}];")
+            case Break():
+                out.append(f"{indent}break;")
+            case If(cond=c, then=t, orelse=o):
+                out.append(f"{indent}if ({js_expr(c)}) {{")
+                out += _js_stmts(t, indent + "  ")
+                while len(o) == 1 and isinstance(o[0], If):
+                    inner = o[0]
+                    out.append(f"{indent}}} else if ({js_expr(inner.cond)}) {{")
+                    out += _js_stmts(inner.then, indent + "  ")
+                    o = inner.orelse
+                if o:
+                    out.append(f"{indent}}} else {{")
+                    out += _js_stmts(o, indent + "  ")
+                out.append(f"{indent}}}")
+    return out
+
+
+def render_js(f: Func) -> str:
+    """The function as JavaScript (the state variables declared with ``let``)."""
+    lines = [f"// {f.doc}", f"function {f.name}({', '.join(f.params)}) {{"]
+    if f.output:
+        lines.append("  const out = [];")
+    lines += [f"  let {s.var} = {js_expr(s.value)};" for s in f.state]
+    if f.items:
+        lines.append(f"  for (const [lo, hi] of {f.items}) {{")
+        lines += _js_stmts(f.body, "    ")
+        lines.append("  }")
+    lines += _js_stmts(f.after, "  ")
+    if isinstance(f.returns, str):
+        lines.append("  return out;")
+    elif isinstance(f.returns, tuple):
+        lines.append(f"  return {f.returns[1]} ? out : null;")
+    else:
+        lines.append(f"  return {js_expr(f.returns)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# --- reading the generated Python back ---------------------------------------------------
+
+
+class NotInForm(ValueError):
+    """Source that is not a rendering of this form (what T18 reports for an edited file)."""
+
+
+_CMP_OPS = {pyast.Lt: "<", pyast.LtE: "<=", pyast.Gt: ">", pyast.GtE: ">=", pyast.Eq: "==", pyast.NotEq: "!="}
+
+
+def _is_out_last(node: pyast.expr, index: int) -> bool:
+    return (isinstance(node, pyast.Subscript) and isinstance(node.slice, pyast.Constant)
+            and node.slice.value == index and isinstance(node.value, pyast.Subscript)
+            and isinstance(node.value.value, pyast.Name) and node.value.value.id == "out"
+            and isinstance(node.value.slice, pyast.UnaryOp) and isinstance(node.value.slice.op, pyast.USub)
+            and isinstance(node.value.slice.operand, pyast.Constant) and node.value.slice.operand.value == 1)
+
+
+def _expr(node: pyast.expr) -> Expr:
+    if isinstance(node, pyast.Name):
+        return Var(node.id)
+    if isinstance(node, pyast.Constant) and isinstance(node.value, (bool, int)):
+        return Const(node.value)
+    if _is_out_last(node, 0):
+        return LastLo()
+    if _is_out_last(node, 1):
+        return LastHi()
+    if (isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Name)
+            and isinstance(node.slice, pyast.Constant) and node.slice.value in (0, 1)):
+        return Part(node.value.id, 0 if node.slice.value == 0 else 1)
+    if isinstance(node, pyast.UnaryOp) and isinstance(node.op, pyast.Not):
+        if isinstance(node.operand, pyast.Name) and node.operand.id == "out":
+            return OutEmpty()
+        return Not(_expr(node.operand))
+    if isinstance(node, pyast.BinOp) and isinstance(node.op, (pyast.Add, pyast.Sub)):
+        return Arith("+" if isinstance(node.op, pyast.Add) else "-", _expr(node.left), _expr(node.right))
+    if isinstance(node, pyast.BoolOp):
+        return Bool("and" if isinstance(node.op, pyast.And) else "or", tuple(_expr(v) for v in node.values))
+    if isinstance(node, pyast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP_OPS:
+        return Cmp(_CMP_OPS[type(node.ops[0])], _expr(node.left), _expr(node.comparators[0]))
+    raise NotInForm(f"line {node.lineno}: {pyast.unparse(node)!r} is not an expression of the form")
+
+
+def _stmts(nodes: list[pyast.stmt]) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for s in nodes:
+        if isinstance(s, pyast.Break):
+            out.append(Break())
+        elif isinstance(s, pyast.If):
+            out.append(If(_expr(s.test), _stmts(s.body), _stmts(s.orelse)))
+        elif (isinstance(s, pyast.Expr) and isinstance(s.value, pyast.Call)
+              and pyast.unparse(s.value.func) == "out.append" and len(s.value.args) == 1
+              and isinstance(s.value.args[0], pyast.Tuple) and len(s.value.args[0].elts) == 2):
+            lo, hi = s.value.args[0].elts
+            out.append(Emit(_expr(lo), _expr(hi)))
+        elif (isinstance(s, pyast.Assign) and len(s.targets) == 1 and pyast.unparse(s.targets[0]) == "out[-1]"
+              and isinstance(s.value, pyast.Tuple) and len(s.value.elts) == 2 and _is_out_last(s.value.elts[0], 0)):
+            out.append(Widen(_expr(s.value.elts[1])))
+        elif isinstance(s, pyast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], pyast.Name):
+            out.append(Assign(s.targets[0].id, _expr(s.value)))
+        else:
+            raise NotInForm(f"line {s.lineno}: {pyast.unparse(s)!r} is not a statement of the form")
+    return tuple(out)
+
+
+def parse_py(source: str, name: str) -> Func:
+    """Read function ``name`` of ``source`` (a module) back into a :class:`Func`.
+
+    Accepts exactly the shapes :func:`render_py` prints; anything else raises
+    :class:`NotInForm` naming the line. The docstring and annotations are not read.
+    """
+    tree = pyast.parse(source)
+    defs = [n for n in tree.body if isinstance(n, pyast.FunctionDef) and n.name == name]
+    if len(defs) != 1:
+        raise NotInForm(f"{name}: defined {len(defs)} times, expected once")
+    fn = defs[0]
+    body = list(fn.body)
+    doc = ""
+    if body and isinstance(body[0], pyast.Expr) and isinstance(body[0].value, pyast.Constant):
+        doc = str(body[0].value.value)
+        body = body[1:]
+    pairs = tuple(a.arg for a in fn.args.args if a.annotation is not None and "tuple" in pyast.unparse(a.annotation)
+                  and "list" not in pyast.unparse(a.annotation))
+    items_ = [a.arg for a in fn.args.args if a.annotation is not None and "list" in pyast.unparse(a.annotation)]
+    ints = tuple(a.arg for a in fn.args.args if a.arg not in pairs and a.arg not in items_)
+    output = False
+    if body and isinstance(body[0], pyast.AnnAssign) and pyast.unparse(body[0].target) == "out":
+        if not (isinstance(body[0].value, pyast.List) and not body[0].value.elts):
+            raise NotInForm(f"line {body[0].lineno}: out must start empty")
+        output, body = True, body[1:]
+    if not body or not isinstance(body[-1], pyast.Return) or body[-1].value is None:
+        raise NotInForm(f"{name}: must end with a return")
+    ret_node = body[-1].value
+    body = body[:-1]
+    loops = [i for i, s in enumerate(body) if isinstance(s, pyast.For)]
+    if len(loops) > 1:
+        raise NotInForm(f"{name}: more than one loop")
+    items: str | None = None
+    state: tuple[Stmt, ...]
+    loop_body: tuple[Stmt, ...] = ()
+    if loops:
+        i = loops[0]
+        loop = body[i]
+        assert isinstance(loop, pyast.For)
+        if (pyast.unparse(loop.target) != "(lo, hi)" and pyast.unparse(loop.target) != "lo, hi") or \
+                not isinstance(loop.iter, pyast.Name) or loop.orelse:
+            raise NotInForm(f"line {loop.lineno}: the loop must be `for lo, hi in <list>:`")
+        items = loop.iter.id
+        state, loop_body, after = _stmts(body[:i]), _stmts(loop.body), _stmts(body[i + 1:])
+    else:
+        state, after = _stmts(body), ()
+    if not all(isinstance(s, Assign) for s in state):
+        raise NotInForm(f"{name}: only assignments before the loop")
+    returns: Expr | str | tuple[str, str]
+    if isinstance(ret_node, pyast.Name) and ret_node.id == "out":
+        returns = "out"
+    elif (isinstance(ret_node, pyast.IfExp) and isinstance(ret_node.body, pyast.Name) and ret_node.body.id == "out"
+          and isinstance(ret_node.test, pyast.Name) and isinstance(ret_node.orelse, pyast.Constant)
+          and ret_node.orelse.value is None):
+        returns = ("out", ret_node.test.id)
+    else:
+        returns = _expr(ret_node)
+    return Func(name, doc, pairs=pairs, ints=ints, items=items, output=output,
+                state=tuple(s for s in state if isinstance(s, Assign)), body=loop_body, after=after, returns=returns)

@@ -1,0 +1,156 @@
+"""What every framework preset is made of (brief 6c): a knob table, a translation into
+the stages of brief 6b, the package versions it was validated on, and its known
+differences from the real code, each with the reason.
+
+A preset never builds a :class:`~tailguard.pipeline.policy.Policy` itself: it writes the
+stage tables a user would have written by hand (``[[stage]]`` keys of docs/check-config.md),
+and the policy parser reads them like any other, so a preset cannot reach a stage the
+language does not have and ``check-config --explain`` can print exactly what was checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tailguard.pipeline.policy import PolicyError
+
+# What a knob's TOML value may be:
+# ``size``: a LangChain-style context size ``["tokens"|"messages"|"fraction", n]``;
+# ``size_or_off``: the same or ``false`` (Python ``None``: the feature is off);
+# ``count``: an integer >= ``minimum``; ``count_or_off``: the same or ``false``.
+KnobKind = Literal["size", "size_or_off", "count", "count_or_off"]
+SIZE_KINDS: tuple[str, ...] = ("tokens", "messages", "fraction")
+Values = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One framework knob, under the framework's own name, with its own default."""
+
+    name: str
+    kind: KnobKind
+    default: Any  # already in the validated form: ("tokens", 4000), 20, None
+    doc: str
+    minimum: int = 1
+    framework_knob: bool = True  # False: tailguard's own session fact (summary size)
+    kinds: tuple[str, ...] = SIZE_KINDS  # for sizes: the kinds the framework accepts
+    default_text: str = ""  # how --list-frameworks shows a default that depends on other knobs
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A known difference between the real code and the translation, declared, never hidden.
+
+    ``effect``: what it does to a verdict; ``tested``: how the differential test treats it."""
+
+    name: str
+    reason: str
+    effect: str
+    tested: str
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A preset's output: top-level policy keys and the ``[[stage]]`` tables, plus the knob
+    values they came from (defaults applied) and which of them the policy set."""
+
+    preset: str
+    values: Values
+    given: tuple[str, ...]
+    top: dict[str, Any]
+    stages: list[dict[str, Any]]
+
+
+Translate = Callable[[Values], tuple[dict[str, Any], list[dict[str, Any]]]]
+Check = Callable[[Values, Callable[[str, str], PolicyError]], None]
+
+
+Resolve = Callable[[Values, tuple[str, ...]], Values]
+
+
+def _no_check(values: Values, fail: Callable[[str, str], PolicyError]) -> None:
+    return None
+
+
+def _as_given(values: Values, given: tuple[str, ...]) -> Values:
+    return values
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A framework's compaction mechanism as a policy preset (brief 6c)."""
+
+    name: str  # the ``[framework] name`` that selects it
+    summary: str  # one line: what the framework does
+    knobs: tuple[Knob, ...]
+    translate: Translate
+    validated_on: tuple[str, ...]  # "package version" (or "repo@commit" for source-only)
+    differential: str  # the test that drives the real package, or why none can run here
+    differences: tuple[Difference, ...]
+    top_keys: tuple[str, ...] = ()  # top-level keys besides the session's shape and floor
+    check: Check = _no_check  # cross-knob validation (the framework's own ValueErrors)
+    resolve: Resolve = _as_given  # defaults that depend on other knobs (deepagents' profile)
+    doc: str = ""  # docs/presets/<page>.md
+    aliases: tuple[str, ...] = field(default=())
+
+    def knob(self, name: str) -> Knob:
+        return next(k for k in self.knobs if k.name == name)
+
+
+def read_knob(knob: Knob, value: Any, fail: Callable[[str, str], PolicyError], window: int) -> Any:
+    """Validate one TOML value against its knob; return the validated form."""
+    off = knob.kind in ("size_or_off", "count_or_off")
+    if value is False and off:
+        return None
+    if knob.kind in ("count", "count_or_off"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            alt = " or false (off)" if off else ""
+            raise fail(knob.name, f"expected an integer{alt}, got {value!r}")
+        if value < knob.minimum:
+            raise fail(knob.name, f"must be >= {knob.minimum}, got {value}")
+        return value
+    allowed = " | ".join(f'["{k}", n]' for k in knob.kinds) + (" or false (off)" if off else "")
+    if not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str):
+        raise fail(knob.name, f"expected {allowed}, got {value!r}")
+    kind, amount = value
+    if kind not in knob.kinds:
+        raise fail(knob.name, f"unsupported kind {kind!r} (expected {allowed})")
+    if kind == "fraction":
+        if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 < amount <= 1:
+            raise fail(knob.name, f"a fraction must be in (0, 1], got {amount!r}")
+        if not window:
+            raise fail(knob.name, "a fraction of the window needs `window` (the model profile's "
+                                  "max_input_tokens)")
+        return (kind, float(amount))
+    if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+        raise fail(knob.name, f"{kind} must be an integer > 0, got {amount!r}")
+    return (kind, amount)
+
+
+def size_value(size: tuple[str, Any], window: int) -> int:
+    """A context size in tokens or messages, as LangChain resolves it: a fraction is
+    ``int(window * x)`` and at least 1."""
+    kind, amount = size
+    if kind == "fraction":
+        return max(1, int(window * amount))
+    return int(amount)
+
+
+def size_unit(size: tuple[str, Any]) -> str:
+    return "messages" if size[0] == "messages" else "tokens"
+
+
+def as_toml(value: Any) -> Any:
+    """A validated knob value as it is written in TOML (tuples as lists, None as false)."""
+    if value is None:
+        return False
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def knob_table(knobs: Mapping[str, Knob]) -> list[dict[str, Any]]:
+    return [{"name": k.name, "kind": k.kind, "default": as_toml(k.default), "doc": k.doc,
+             "framework_knob": k.framework_knob} for k in knobs.values()]

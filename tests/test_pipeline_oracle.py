@@ -30,13 +30,13 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline_oracle import Failure, run_session, search  # noqa: E402
+from pipeline_oracle import Failure, run_session, search, sessions  # noqa: E402
 
 from tailguard.pipeline.policy import Compact, Policy, Spill, Stage, Truncate, parse_policy  # noqa: E402
 from tailguard.pipeline.solver import decide  # noqa: E402
 
 DEPTH = 8
-CI_EXAMPLES = 60
+CI_EXAMPLES = 20
 UNITS = ("turns", "tokens", "messages")
 DYNAMIC = {"hole", "floor", "overflow"}
 
@@ -180,6 +180,30 @@ def test_the_oracle_can_fail() -> None:
                      'kind = "truncate"\nunit = "turns"\nlimit = 2\n', "t.toml")
     found = search(p, 4)
     assert isinstance(found, Failure) and found.kinds == {"hole"} and len(found.tokens) == 3
+
+
+def _brute_shortest(policy: Policy, depth: int, profile: str) -> int | None:
+    """The shortest failing depth by enumerating every session (no state merging)."""
+    for d in range(1, depth + 1):
+        for session in sessions(policy, d):
+            toks = [c[0] for c in session]
+            msgs = [c[1] for c in session]
+            fails = frozenset(k + 1 for k, c in enumerate(session) if c[2])
+            per = run_session(policy, toks, msgs, fails, profile)
+            if len(per) == d and per[-1] and not any(per[:-1]):
+                return d
+    return None
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(("partitioned", "strict")))
+def test_search_merges_states_soundly(seed: int, profile: str) -> None:
+    """The oracle's search (states merged by their future) finds the same shortest failing
+    depth as enumerating every session, on small policies and depths."""
+    policy = random_policy(random.Random(seed))
+    found = search(policy, 3, profile)
+    want = _brute_shortest(policy, 3, profile)
+    assert (len(found.tokens) if isinstance(found, Failure) else None) == want
 
 
 @pytest.mark.slow

@@ -219,6 +219,104 @@ def test_check_config_agrees_with_the_oracle_at_scale() -> None:
     assert not bad, "\n\n".join(bad[:5])
 
 
+def random_large_policy(rnd: random.Random) -> Policy:
+    """A real-size policy (LangChain/deepagents-sized windows, turns and knobs)."""
+    hi = rnd.choice((2000, 8000, 20000))
+    lo = rnd.choice((1, hi // 4))
+    mhi = rnd.randint(1, 4)
+    fu = rnd.choice(UNITS)
+    floor = {"turns": rnd.randint(0, 20), "messages": rnd.randint(0, 40),
+             "tokens": rnd.randint(0, 60000)}[fu]
+    window = rnd.choice((0, 128000, 200000))
+    lines = ['name = "big"', f"turn_tokens = [{lo}, {hi}]", f"messages_per_turn = [1, {mhi}]",
+             f"floor = {floor}", f'floor_unit = "{fu}"', f"base_tokens = {rnd.choice((0, 1000, 5000))}"]
+    if rnd.random() < 0.3:
+        lines.append(f"keep_first = {rnd.randint(1, 4)}")
+    if window:
+        lines.append(f"window = {window}")
+    tokens_knob = (lambda: f'["fraction", {rnd.choice((0.3, 0.5, 0.85, 0.9))}]') if window else \
+        (lambda: str(rnd.choice((60000, 120000, 170000))))
+    if rnd.random() < 0.3:
+        unit = rnd.choice(UNITS)
+        limit = tokens_knob() if unit == "tokens" else str(rnd.randint(20, 120))
+        lines += ["[[stage]]", 'kind = "truncate"', f'unit = "{unit}"', f"limit = {limit}"]
+    if rnd.random() < 0.4:
+        lines += ["[[stage]]", 'kind = "spill"', f'on_failure = "{rnd.choice(("halt", "proceed"))}"']
+    tu = rnd.choice(("tokens", "tokens", "messages", "turns"))
+    ku = rnd.choice(UNITS)
+    trigger = tokens_knob() if tu == "tokens" else str(rnd.randint(10, 100))
+    keep = {"turns": str(rnd.randint(2, 20)), "messages": str(rnd.randint(4, 40)),
+            "tokens": str(rnd.choice((20000, 40000, 60000)))}[ku]
+    lines += ["[[stage]]", 'kind = "compact"', f'trigger_unit = "{tu}"', f"trigger = {trigger}",
+              f'keep_unit = "{ku}"', f"keep = {keep}", f"summary_tokens = {rnd.choice((500, 2000))}"]
+    if rnd.random() < 0.5:
+        lines += [f"input_limit = {rnd.choice((4000, 40000, 100000))}"]
+        if rnd.random() < 0.5:
+            lines.append("clip = true")
+    if rnd.random() < 0.5:
+        lines.append('summary = "message"')
+    if rnd.random() < 0.4:
+        lines.append('input = "all"')
+    return parse_policy("\n".join(lines) + "\n", "big.toml")
+
+
+def random_walks(policy: Policy, profile: str, rnd: random.Random, walks: int = 60,
+                 length: int = 200) -> tuple[list[int], list[int], frozenset[int]] | None:
+    """A failing random session (sizes biased to the extremes), or None."""
+    lo, hi = policy.turn_min, policy.turn_max
+    mlo, mhi = policy.messages_per_turn
+    for _ in range(walks):
+        toks = [rnd.choice((lo, hi, hi, rnd.randint(lo, hi))) for _ in range(length)]
+        msgs = [rnd.choice((mlo, mhi, rnd.randint(mlo, mhi))) for _ in range(length)]
+        fails = frozenset(k for k in range(1, length + 1) if rnd.random() < 0.3)
+        per = run_session(policy, toks, msgs, fails, profile)
+        hit = next((k for k, found in enumerate(per) if found), None)
+        if hit is not None:
+            return toks[:hit + 1], msgs[:hit + 1], frozenset(f for f in fails if f <= hit + 1)
+    return None
+
+
+def compare_large(policy: Policy, profile: str, rnd: random.Random,
+                  stats: dict[str, float]) -> list[str]:
+    """Real-size check: replay an unsafe trace; hunt for a failing session behind a safe one."""
+    d = decide(policy, profile=profile)  # type: ignore[arg-type]
+    stats[f"verdict={d.verdict}"] = stats.get(f"verdict={d.verdict}", 0) + 1
+    problems: list[str] = []
+    if d.verdict == "unsafe":
+        per = run_session(policy, list(d.trace), list(d.messages) or None, frozenset(d.failures), profile)
+        kinds = {f.kind for f in d.findings} & DYNAMIC
+        where = f"trace={list(d.trace)} messages={list(d.messages)} failures={list(d.failures)}"
+        if len(per) != len(d.trace) or any(per[:-1]) or not per[-1] \
+                or {f.kind for f in per[-1]} != kinds:
+            got = [(k + 1, sorted({f.kind for f in x})) for k, x in enumerate(per) if x][:3]
+            problems.append(f"replay: check-config {sorted(kinds)}, oracle {got}; {where}")
+    else:
+        walk = random_walks(policy, profile, rnd)
+        if walk is not None:
+            toks, msgs, fails = walk
+            per = run_session(policy, toks, msgs, fails, profile)
+            problems.append(f"{d.verdict}-vs-oracle-walk: tokens={toks} messages={msgs} "
+                            f"failures={sorted(fails)} kinds={sorted({f.kind for f in per[-1]})}")
+    return problems
+
+
+def _scale_large(n: int, seconds: float, seed: int) -> None:
+    rnd = random.Random(seed)
+    start = time.monotonic()
+    done = 0
+    stats: dict[str, float] = {}
+    for i in range(n):
+        if time.monotonic() - start > seconds:
+            break
+        policy = random_large_policy(rnd)
+        for profile in ("partitioned", "strict"):
+            for pr in compare_large(policy, profile, rnd, stats):
+                print(f"=== big policy {i} --profile {profile}\n{to_toml(policy)}{pr}\n", flush=True)
+        done += 1
+    print(f"checked {done} real-size policies x 2 profiles in {time.monotonic() - start:.0f} s; {stats}",
+          flush=True)
+
+
 def _scale(n: int, seconds: float, seed: int = 1) -> None:
     """``python tests/test_pipeline_oracle.py N SECONDS``: the review's scale run."""
     rnd = random.Random(seed)
@@ -242,4 +340,7 @@ def _scale(n: int, seconds: float, seed: int = 1) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "large":
+        _scale_large(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]))
+        sys.exit(0)
     _scale(int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)

@@ -275,7 +275,7 @@ def choices(policy: Policy) -> list[tuple[int, int, bool]]:
 
 
 def search(policy: Policy, depth: int, profile: str = "partitioned",
-           max_states: int = 200_000) -> Failure | None | str:
+           max_states: int = 200_000) -> Failure | str | None:
     """The shortest failing session of at most ``depth`` appends, None, or "budget"."""
     opts = choices(policy)
     frontier: list[tuple[State, tuple[int, ...], tuple[int, ...], frozenset[int]]] = \
@@ -289,14 +289,14 @@ def search(policy: Policy, depth: int, profile: str = "partitioned",
                 found = step(policy, c, tok, msg, fail, profile)
                 f2 = fails | {d} if fail else fails
                 if found:
-                    return Failure(toks + (tok,), msgs + (msg,), f2, tuple(found))
+                    return Failure((*toks, tok), (*msgs, msg), f2, tuple(found))
                 if c.halted:
                     continue
                 key = _key(policy, c)
                 if key in seen:
                     continue
                 seen.add(key)
-                nxt.append((c, toks + (tok,), msgs + (msg,), f2))
+                nxt.append((c, (*toks, tok), (*msgs, msg), f2))
                 if len(seen) > max_states:
                     return "budget"
         frontier = nxt

@@ -11,10 +11,16 @@ docs/check-config.md "Semantics") without reading the engines. For random small 
    and fails at it with the same set of dynamic finding kinds (``hole``, ``floor``,
    ``overflow``; the static ``unenforceable`` is left out, see the oracle's docstring);
 3. both find a failure => the trace is no longer than the oracle's shortest (the docs say
-   the trace is the shortest failing session).
+   the trace is the shortest failing session);
+4. on that replay, the hole turns of the last append are the same set, and the floor turns
+   the oracle finds missing are among the floor turns check-config names (it names every floor
+   turn involved, the oracle only the missing ones).
 
-CI: ``CI_EXAMPLES`` policies (< 30 s). ``-m slow``: a larger run. The scale run of the review
-is ``python tests/test_pipeline_oracle.py N SECONDS``.
+CI: ``CI_EXAMPLES`` policies per profile draw (about 11 s on 2 busy cores; budget 30 s).
+``-m slow``: 400 policies x 2 profiles. The review's scale runs: ``python -m
+tests.test_pipeline_oracle N SECONDS [SEED]`` (small policies) and ``python -m
+tests.test_pipeline_oracle large N SECONDS SEED`` (real-size policies: unsafe traces are
+replayed, safe and unknown verdicts are hunted with random sessions through the oracle).
 """
 
 from __future__ import annotations
@@ -22,18 +28,14 @@ from __future__ import annotations
 import random
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from pipeline_oracle import Failure, run_session, search, sessions  # noqa: E402
-
-from tailguard.pipeline.policy import Compact, Policy, Spill, Stage, Truncate, parse_policy  # noqa: E402
-from tailguard.pipeline.solver import decide  # noqa: E402
+from tailguard.pipeline.policy import Policy, Spill, Truncate, parse_policy
+from tailguard.pipeline.solver import decide
+from tests.pipeline_oracle import Failure, run_session, search, sessions
 
 DEPTH = 8
 CI_EXAMPLES = 20
@@ -43,27 +45,31 @@ DYNAMIC = {"hole", "floor", "overflow"}
 
 def random_policy(rnd: random.Random) -> Policy:
     """A small policy using every 6b feature (built as text and parsed, so it is valid)."""
+    lean = rnd.random() < 0.5  # safe-leaning knobs, so that both verdicts are exercised
     lo = rnd.randint(1, 4)
     hi = rnd.randint(lo, 4)
     mlo = rnd.randint(1, 2)
     mhi = rnd.randint(mlo, 3)
     lines = ['name = "rnd"', f"turn_tokens = [{lo}, {hi}]", f"messages_per_turn = [{mlo}, {mhi}]",
-             f"floor = {rnd.randint(0, 6)}", f'floor_unit = "{rnd.choice(UNITS)}"']
+             f"floor = {rnd.randint(0, 3 if lean else 6)}", f'floor_unit = "{rnd.choice(UNITS)}"']
     if rnd.random() < 0.4:
         lines.append(f"base_tokens = {rnd.randint(0, 3)}")
     if rnd.random() < 0.3:
         lines.append(f"keep_first = {rnd.randint(0, 2)}")
-    window = rnd.randint(6, 19) if rnd.random() < 0.5 else 0
+    window = rnd.randint(12 if lean else 6, 19) if rnd.random() < 0.5 else 0
     if window:
         lines.append(f"window = {window}")
 
     def knob(name: str, unit: str, top: int) -> str:
         if window and unit == "tokens" and rnd.random() < 0.25:
             return f'{name} = ["fraction", {rnd.choice((0.25, 0.5, 0.75, 0.9, 1.0))}]'
+        if lean:  # high limits and triggers, small keeps
+            return f"{name} = {rnd.randint(1, 6) if name == 'keep' else rnd.randint(top // 2, top)}"
         return f"{name} = {rnd.randint(0, top)}"
 
     for _ in range(rnd.randint(1, 3)):
-        kind = rnd.choice(("truncate", "compact", "compact", "spill"))
+        kind = rnd.choice(("compact", "compact", "compact", "spill", "truncate") if lean
+                          else ("truncate", "compact", "compact", "spill"))
         lines.append("[[stage]]")
         lines.append(f'kind = "{kind}"')
         if kind == "truncate":
@@ -74,11 +80,11 @@ def random_policy(rnd: random.Random) -> Policy:
         else:
             tu, ku = rnd.choice(UNITS), rnd.choice(UNITS)
             lines += [f'trigger_unit = "{tu}"', knob("trigger", tu, 19), f'keep_unit = "{ku}"',
-                      knob("keep", ku, 10), f"summary_tokens = {rnd.randint(0, 5)}"]
+                      knob("keep", ku, 10), f"summary_tokens = {rnd.randint(0, 2 if lean else 5)}"]
             limit_unit = rnd.choice(("tokens", "messages"))
-            if rnd.random() < 0.6:
+            if rnd.random() < (0.3 if lean else 0.6):
                 lines += [f'input_limit_unit = "{limit_unit}"',
-                          f"input_limit = {rnd.randint(1, 10)}"]
+                          f"input_limit = {rnd.randint(6 if lean else 1, 19 if lean else 10)}"]
                 if rnd.random() < 0.5:
                     lines.append("clip = true")
             if rnd.random() < 0.5:
@@ -154,6 +160,15 @@ def compare(policy: Policy, profile: str, depth: int = DEPTH, max_states: int = 
             problems.append(f"replay-no-finding: the oracle finds nothing at the last append; {where}")
         elif {f.kind for f in per[-1]} != kinds:
             problems.append(f"replay-kinds: the oracle finds {sorted({f.kind for f in per[-1]})}; {where}")
+        else:
+            for kind in ("hole", "floor"):
+                ours = sorted({x for f in per[-1] if f.kind == kind for x in f.offsets})
+                theirs = sorted({x for f in d.findings if f.kind == kind for x in f.offsets})
+                # check-config's floor offsets name every floor turn involved, the oracle's
+                # only the missing ones: those must be among them
+                if (ours != theirs) if kind == "hole" else not set(ours) <= set(theirs):
+                    problems.append(f"replay-offsets: {kind} turns: oracle {ours}, check-config "
+                                    f"{theirs}; {where}")
         if isinstance(oracle, Failure) and len(trace) > len(oracle.tokens):
             problems.append(f"not-shortest: trace of {len(trace)} appends, oracle fails at "
                             f"{len(oracle.tokens)} (tokens={list(oracle.tokens)} "
@@ -234,8 +249,12 @@ def random_large_policy(rnd: random.Random) -> Policy:
         lines.append(f"keep_first = {rnd.randint(1, 4)}")
     if window:
         lines.append(f"window = {window}")
-    tokens_knob = (lambda: f'["fraction", {rnd.choice((0.3, 0.5, 0.85, 0.9))}]') if window else \
-        (lambda: str(rnd.choice((60000, 120000, 170000))))
+
+    def tokens_knob() -> str:
+        if window:
+            return f'["fraction", {rnd.choice((0.3, 0.5, 0.85, 0.9))}]'
+        return str(rnd.choice((60000, 120000, 170000)))
+
     if rnd.random() < 0.3:
         unit = rnd.choice(UNITS)
         limit = tokens_knob() if unit == "tokens" else str(rnd.randint(20, 120))
@@ -318,7 +337,7 @@ def _scale_large(n: int, seconds: float, seed: int) -> None:
 
 
 def _scale(n: int, seconds: float, seed: int = 1) -> None:
-    """``python tests/test_pipeline_oracle.py N SECONDS``: the review's scale run."""
+    """``python -m tests.test_pipeline_oracle N SECONDS``: the review's scale run."""
     rnd = random.Random(seed)
     start = time.monotonic()
     done = 0

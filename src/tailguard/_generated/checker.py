@@ -15,6 +15,8 @@ from __future__ import annotations
 import reprlib as _reprlib
 from bisect import bisect_left as _bisect_left
 from collections.abc import Callable, Iterable, Mapping
+from itertools import starmap as _starmap
+from operator import itemgetter as _itemgetter
 from operator import le as _le
 from typing import Any, NamedTuple
 
@@ -145,12 +147,17 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     return start < stop and j >= 0 and items[j][1] > start
 
 
+_first = _itemgetter(0)
+_second = _itemgetter(1)
+
+
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
-    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
+    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (long lists by
+    builtins: ``lo <= hi`` pair by pair, the least start and the greatest end)."""
     if len(items) < 32:  # short: pair by pair is faster than by columns
         return all(low <= lo <= hi <= high for lo, hi in items)
-    los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
-    return low <= min(los) and max(his) <= high and all(map(_le, los, his))
+    return (all(_starmap(_le, items)) and low <= min(map(_first, items))
+            and max(map(_second, items)) <= high)
 
 
 def _fmt_set(s: list[tuple[int, int]]) -> str:
@@ -350,27 +357,34 @@ def _int(value: object, field: str) -> int:
 
 
 def _pair(value: object, field: str) -> tuple[int, int]:
+    if (type(value) is tuple or type(value) is list) and len(value) == 2:  # the common case
+        lo, hi = value
+        if type(lo) is int and type(hi) is int and _INT_MIN < lo < _INT_BOUND and _INT_MIN < hi < _INT_BOUND:
+            return (lo, hi)
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise CaseError(field, f"expected a pair [lo, hi], got {_show(value)}")
     return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))
 
 
-def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> bool:
-    """Every item a tuple or list of two ``int`` of at most ``MAX_INT_DIGITS`` digits, checked
-    column by column by builtins (the common case; anything else takes the item-by-item path)."""
-    if not items:
-        return True
-    if not set(map(type, items)) <= _PAIR_TYPES or set(map(len, items)) != {2}:
-        return False
+def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> list[tuple[int, int]] | None:
+    """The items as a list of tuples when every item is a tuple or list of two ``int`` of at
+    most ``MAX_INT_DIGITS`` digits, checked column by column by builtins (the common case);
+    None otherwise (the item-by-item path then reads them and names the bad one)."""
+    kinds = set(map(type, items))
+    if not kinds <= _PAIR_TYPES or set(map(len, items)) != {2}:
+        return None
     los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
-    return (set(map(type, los)) == _INT_TYPE == set(map(type, his))
+    if not (set(map(type, los)) == _INT_TYPE == set(map(type, his))
             and _INT_MIN < min(los) and max(los) < _INT_BOUND
-            and _INT_MIN < min(his) and max(his) < _INT_BOUND)
+            and _INT_MIN < min(his) and max(his) < _INT_BOUND):
+        return None
+    return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))
 
 
 _PAIR_TYPES = {tuple, list}
 _COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
 _INT_TYPE = {int}
+_TUPLE_TYPE = {tuple}
 
 
 def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:
@@ -378,8 +392,10 @@ def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:
     if type(value) is list or type(value) is tuple:
         if not value:
             return []
-        if _COLUMNS <= len(value) <= room and _plain_pairs(value):
-            return list(map(tuple, value))  # the common case, long: read column by column
+        if _COLUMNS <= len(value) <= room:  # the common case, long: read column by column
+            plain = _plain_pairs(value)
+            if plain is not None:
+                return plain
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")
     out: list[tuple[int, int]] = []

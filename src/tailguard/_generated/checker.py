@@ -154,8 +154,11 @@ _second = _itemgetter(1)
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (long lists by
     builtins: ``lo <= hi`` pair by pair, the least start and the greatest end)."""
-    if len(items) < 32:  # short: pair by pair is faster than by columns
-        return all(low <= lo <= hi <= high for lo, hi in items)
+    if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
+        for lo, hi in items:
+            if not low <= lo <= hi <= high:
+                return False
+        return True
     return (all(_starmap(_le, items)) and low <= min(map(_first, items))
             and max(map(_second, items)) <= high)
 
@@ -322,7 +325,18 @@ def check(profile: str, *, history_end: int, tail_start: int, summary_input: tup
     a pair, a unit that is not a string, an integer of more than ``MAX_INT_DIGITS`` digits,
     more than ``MAX_INTERVALS`` intervals in all. Never a silent allow.
     """
-    return _CHECKERS[_profile(profile)](*_read(history_end, tail_start, summary_input, summary_covers, recovery_floor_span, floor_unit, truncator_unit, prior_truncations, prior_coverage, spills))
+    decide = _CHECKERS[_profile(profile)]
+    v_history_end = _int(history_end, 'history_end')
+    v_tail_start = _int(tail_start, 'tail_start')
+    v_summary_input = _pair(summary_input, 'summary_input')
+    v_summary_covers = _pair(summary_covers, 'summary_covers')
+    v_recovery_floor_span = _int(recovery_floor_span, 'recovery_floor_span')
+    v_floor_unit = _unit(floor_unit, 'floor_unit')
+    v_truncator_unit = _unit(truncator_unit, 'truncator_unit')
+    v_prior_truncations = _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
+    v_prior_coverage = _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
+    v_spills = _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
+    return decide(v_history_end, v_tail_start, v_summary_input, v_summary_covers, v_recovery_floor_span, v_floor_unit, v_truncator_unit, v_prior_truncations, v_prior_coverage, v_spills)
 
 
 def explain(profile: str, decision: Decision, *, history_end: int, tail_start: int, summary_input: tuple[int, int], summary_covers: tuple[int, int], recovery_floor_span: int, floor_unit: str, truncator_unit: str, prior_truncations: Iterable[tuple[int, int]] = (), prior_coverage: Iterable[tuple[int, int]] = (), spills: Iterable[tuple[int, int]] = ()) -> list[str]:

@@ -252,8 +252,11 @@ _second = _itemgetter(1)
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (long lists by
     builtins: ``lo <= hi`` pair by pair, the least start and the greatest end)."""
-    if len(items) < 32:  # short: pair by pair is faster than by columns
-        return all(low <= lo <= hi <= high for lo, hi in items)
+    if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
+        for lo, hi in items:
+            if not low <= lo <= hi <= high:
+                return False
+        return True
     return (all(_starmap(_le, items)) and low <= min(map(_first, items))
             and max(map(_second, items)) <= high)
 '''

@@ -325,7 +325,9 @@ def check(profile: str, *, history_end: int, tail_start: int, summary_input: tup
     a pair, a unit that is not a string, an integer of more than ``MAX_INT_DIGITS`` digits,
     more than ``MAX_INTERVALS`` intervals in all. Never a silent allow.
     """
-    decide = _CHECKERS[_profile(profile)]
+    decide = _CHECKERS.get(profile) if type(profile) is str else None  # the common case
+    if decide is None:
+        decide = _CHECKERS[_profile(profile)]
     v_history_end = _int(history_end, 'history_end')
     v_tail_start = _int(tail_start, 'tail_start')
     v_summary_input = _pair(summary_input, 'summary_input')
@@ -333,9 +335,9 @@ def check(profile: str, *, history_end: int, tail_start: int, summary_input: tup
     v_recovery_floor_span = _int(recovery_floor_span, 'recovery_floor_span')
     v_floor_unit = _unit(floor_unit, 'floor_unit')
     v_truncator_unit = _unit(truncator_unit, 'truncator_unit')
-    v_prior_truncations = _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
-    v_prior_coverage = _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
-    v_spills = _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
+    v_prior_truncations = [] if (type(prior_truncations) is tuple or type(prior_truncations) is list) and not prior_truncations else _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
+    v_prior_coverage = [] if (type(prior_coverage) is tuple or type(prior_coverage) is list) and not prior_coverage else _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
+    v_spills = [] if (type(spills) is tuple or type(spills) is list) and not spills else _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
     return decide(v_history_end, v_tail_start, v_summary_input, v_summary_covers, v_recovery_floor_span, v_floor_unit, v_truncator_unit, v_prior_truncations, v_prior_coverage, v_spills)
 
 
@@ -442,9 +444,9 @@ def _read(history_end: object, tail_start: object, summary_input: object, summar
     v_recovery_floor_span = _int(recovery_floor_span, 'recovery_floor_span')
     v_floor_unit = _unit(floor_unit, 'floor_unit')
     v_truncator_unit = _unit(truncator_unit, 'truncator_unit')
-    v_prior_truncations = _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
-    v_prior_coverage = _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
-    v_spills = _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
+    v_prior_truncations = [] if (type(prior_truncations) is tuple or type(prior_truncations) is list) and not prior_truncations else _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
+    v_prior_coverage = [] if (type(prior_coverage) is tuple or type(prior_coverage) is list) and not prior_coverage else _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
+    v_spills = [] if (type(spills) is tuple or type(spills) is list) and not spills else _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
     return (v_history_end, v_tail_start, v_summary_input, v_summary_covers, v_recovery_floor_span, v_floor_unit, v_truncator_unit, v_prior_truncations, v_prior_coverage, v_spills)
 
 

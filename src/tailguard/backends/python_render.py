@@ -441,7 +441,9 @@ def _reading_lines(spec: Spec) -> list[str]:
     for i in spec.inputs:
         if i.type == "intervals":
             room = " - ".join(["MAX_INTERVALS", *(f"len(v_{u})" for u in used)])
-            lines.append(f"    v_{i.field} = _pairs({i.field}, {i.field!r}, {room})")
+            # an empty list or tuple (the default) is read without a call: the k = 0 case
+            lines.append(f"    v_{i.field} = [] if (type({i.field}) is tuple or type({i.field}) is list) "
+                         f"and not {i.field} else _pairs({i.field}, {i.field!r}, {room})")
             used.append(i.field)
         else:
             reader = {"int": "_int", "interval": "_pair", "unit": "_unit"}[i.type]
@@ -476,7 +478,9 @@ def _render_api(spec: Spec) -> list[str]:
         "    a pair, a unit that is not a string, an integer of more than ``MAX_INT_DIGITS`` digits,",
         "    more than ``MAX_INTERVALS`` intervals in all. Never a silent allow.",
         '    """',
-        "    decide = _CHECKERS[_profile(profile)]",
+        "    decide = _CHECKERS.get(profile) if type(profile) is str else None  # the common case",
+        "    if decide is None:",
+        "        decide = _CHECKERS[_profile(profile)]",
         *_reading_lines(spec),  # _read's lines, inline: one call fewer on every decision
         "    return decide(" + ", ".join(f"v_{i.field}" for i in spec.inputs) + ")",
         "",

@@ -412,6 +412,18 @@ def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:
             plain = _plain_pairs(value)
             if plain is not None:
                 return plain
+        elif len(value) <= room:  # the common case, short: pair by pair, without the type tests below
+            short: list[tuple[int, int]] = []
+            for item in value:
+                if (type(item) is tuple or type(item) is list) and len(item) == 2:
+                    lo, hi = item
+                    if (type(lo) is int and type(hi) is int
+                            and _INT_MIN < lo < _INT_BOUND and _INT_MIN < hi < _INT_BOUND):
+                        short.append((lo, hi))
+                        continue
+                break  # a bad item: the path below reads the list again and names it
+            else:
+                return short
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise CaseError(field, f"expected a list of [lo, hi] pairs, got {type(value).__name__}")
     out: list[tuple[int, int]] = []

@@ -3,9 +3,11 @@
 ``safe`` rests on a per-policy certificate re-checked by z3 (initiation, consecution,
 safety: induction on the number of appends) over the window abstraction of
 ``tailguard.pipeline.encode``. The abstraction's reductions are proved here for
-symbolic parameters: the floor check a compaction needs (P1 turns, P2 tokens), the
-window that makes keep-in-tokens tails exact (P3), and a closed-form sufficient
-condition for the repaired seed shape, proved inductive for every parameter value (P4).
+symbolic parameters: the floor check a compaction needs (P1 turns, P2 tokens, P5
+messages), the window that makes keep-in-tokens tails exact (P3), a closed-form
+sufficient condition for the repaired seed shape, proved inductive for every parameter
+value (P4), and (spec 1.1) that a failed spill write is never better than a successful
+one (P6), on which the encoding of ``halt`` and ``proceed`` spills rests.
 Each theorem takes the encoding under test as a parameter so a test can break it.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 import z3
 
 from tailguard.backends.z3_eval import check_sat
-from tailguard.pipeline.encode import floor_lost
+from tailguard.pipeline.encode import floor_lost, spill_effect
 from tailguard.theorems import Result, theorem
 
 FloorCheck = Callable[[Any, Any, Any, str], Any]
@@ -79,6 +81,46 @@ def p2_floor_tokens(check: FloorCheck = floor_lost) -> Result:
 
     return _prove_iff(lost, y, h - t - 1, check(z3.IntVal(0), t, f, "tokens"), hyps,
                       [h, pinned, t, c, f])
+
+
+@theorem(id="P5", title="message floor at a compaction",
+         statement="After a clean compaction that leaves out of the context a turn of >= 1 "
+                   "message just older than the tail, a turn holding one of the newest F "
+                   "messages is out of the context iff the tail holds < F messages (a turn is "
+                   "atomic: every turn holds >= 1 message; the earlier summary alone being "
+                   "compacted, that turn left at an earlier compaction).")
+def p5_floor_messages(check: FloorCheck = floor_lost) -> Result:
+    h, pinned, t, c, f, y = z3.Ints("history pinned tail_messages newest_out F y")
+    hyps = z3.And(c >= 1, t >= 0, f >= 0, pinned >= 0, pinned <= h - t - c)
+
+    def lost(v: Any) -> Any:  # out of the context: messages [pinned, h - t), turns >= 1 message
+        return z3.And(pinned <= v, v < h - t, h - f <= v, v < h)
+
+    return _prove_iff(lost, y, h - t - 1, check(z3.IntVal(0), t, f, "messages"), hyps,
+                      [h, pinned, t, c, f])
+
+
+SpillEffect = Callable[[bool, Any, Any, Any, Any], tuple[Any, Any]]
+
+
+@theorem(id="P6", title="a failed spill write is never better",
+         statement="For every compaction (candidates unseen or not, earlier summary dropped or "
+                   "not, turns summarized or not) and unspilled flags U <= U2: what it loses "
+                   "and the next flag with the write succeeded (from U) are at most what it "
+                   "loses and the next flag with the write failed (from U2), and a larger flag "
+                   "never loses less; so by induction on the appends a session whose writes "
+                   "all fail reaches every loss a session with some successful writes reaches.")
+def p6_spill_monotone(effect: SpillEffect = spill_effect) -> Result:
+    unseen, dropped, summarized = z3.Bools("unseen dropped summarized")
+    u, u2 = z3.Ints("U U2")
+    hyps = z3.And(z3.Or(u == 0, u == 1), z3.Or(u2 == 0, u2 == 1), u <= u2)
+    ok_lost, ok_next = effect(True, unseen, dropped, summarized, u)
+    bad_lost, bad_next = effect(False, unseen, dropped, summarized, u2)
+    same_lost, same_next = effect(False, unseen, dropped, summarized, u)
+    claim = z3.And(z3.Implies(ok_lost, bad_lost), ok_next <= bad_next,
+                   z3.Implies(same_lost, bad_lost), same_next <= bad_next)
+    as_int = [unseen, dropped, summarized]
+    return _prove(z3.Not(claim), hyps, [u, u2, *[z3.If(b, 1, 0) for b in as_int]])
 
 
 @theorem(id="P3", title="keep-in-tokens window is exact",

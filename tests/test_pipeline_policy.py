@@ -173,3 +173,30 @@ def test_spec_1_1_errors_name_file_line_key(edit: tuple[str, str], message: str)
     with pytest.raises(PolicyError) as info:
         parse_policy(SPILLED.replace(*edit, 1), "p.toml")
     assert str(info.value).startswith(message)
+
+
+def test_schema_accepts_every_example_and_rejects_a_bad_spill() -> None:
+    """``spec/policy.schema.json`` describes what the parser reads: every bundled example
+    validates, spec 1.1 keys included, and the validator is live (a spill stage without
+    ``on_failure`` and a turn of 0 messages are rejected, as the parser rejects them; that a
+    fraction needs a tokens unit is a cross-key rule the schema states in prose only)."""
+    import json
+    import tomllib
+    from pathlib import Path
+
+    import jsonschema
+
+    root = Path(__file__).resolve().parents[1]
+    schema = json.loads((root / "spec" / "policy.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    examples = sorted((root / "examples" / "policies").glob("*.toml"))
+    assert examples
+    for path in examples:
+        validator.validate(tomllib.loads(path.read_text(encoding="utf-8")))
+    spilled = tomllib.loads(SPILLED)
+    validator.validate(spilled)
+    for bad in (
+        {**spilled, "stage": [spilled["stage"][0], {"kind": "spill"}]},
+        {**spilled, "messages_per_turn": [0, 4]},
+    ):
+        assert not validator.is_valid(bad)

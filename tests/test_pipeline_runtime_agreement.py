@@ -39,8 +39,9 @@ from tailguard.eventlog import Compact as CompactLine
 from tailguard.eventlog import Session, Spill, iter_events
 from tailguard.eventlog import Truncate as TruncateLine
 from tailguard.ledger import Verdict, replay
-from tailguard.pipeline.model import FLOOR_INPUT, PROFILES, Profile, State, step
+from tailguard.pipeline.model import FLOOR_INPUT, PROFILES, SUMMARY_DROPPED, Profile, State, step
 from tailguard.pipeline.policy import Compact, Policy, Stage, Truncate, load_policy
+from tailguard.pipeline.policy import Spill as SpillStage
 from tailguard.pipeline.solver import decide
 from tailguard.pipeline.trace import SessionLog, render_jsonl, session_log
 from tests.cli_helpers import run_cli
@@ -73,12 +74,16 @@ def _clamp(policy: Policy, raw: list[int]) -> list[int]:
     return [min(max(x, policy.turn_min), policy.turn_max) for x in raw]
 
 
-def _model_losses(policy: Policy, sizes: list[int], profile: Profile) -> list[tuple[str, str, tuple[int, ...]]]:
+def _model_losses(policy: Policy, sizes: list[int], profile: Profile, messages: list[int] | None = None,
+                  failures: frozenset[int] = frozenset()) -> list[tuple[str, str, tuple[int, ...]]]:
     """Every hole and floor finding of the session, run step by step (overflows left out)."""
     state = State()
     out = []
-    for size in sizes:
-        out += [(f.kind, f.detail, f.offsets) for f in step(policy, state, size, profile=profile)
+    for k, size in enumerate(sizes):
+        count = messages[k] if messages else None
+        out += [(f.kind, f.detail, f.offsets)
+                for f in step(policy, state, size, profile=profile, messages=count,
+                              spill_fails=k + 1 in failures)
                 if f.kind in ("hole", "floor")]
     return out
 
@@ -93,8 +98,9 @@ def _audit(log: SessionLog, profile: str) -> dict[int, Verdict]:
 
 
 def _checker(log: SessionLog, profile: str) -> dict[int, tuple[tuple[str, ...], tuple[Pair, ...]]]:
-    """The generated checker on each compaction's equivalent case (SPEC.md 9.3, 1.0 prior
-    coverage: the honest part of every earlier compaction)."""
+    """The generated checker on each compaction's equivalent case (SPEC.md 9.3; prior
+    coverage by the lineage rule of 4c, with at most one summary in the context: a
+    compaction that saw it inherits its coverage, one with ``"saw": []`` does not)."""
     events = iter(iter_events(render_jsonl(log.lines).splitlines(), "<model>"))
     header = next(events)
     assert isinstance(header, Session)
@@ -112,10 +118,13 @@ def _checker(log: SessionLog, profile: str) -> dict[int, tuple[tuple[str, ...], 
                 "floor_unit": header.floor_unit, "truncator_unit": header.truncator_unit,
                 "prior_truncations": [list(t) for t in trunc], "prior_coverage": [list(c) for c in cover],
                 "spills": [list(s) for s in spills]}
+            if ev.saw is not None and not ev.saw:
+                case["prior_coverage"] = []
             d = check_case(case, profile)
             out[ev.line] = (d.failed, d.holes)
             lo, hi = max(ev.summary_input[0], ev.summary_covers[0]), min(ev.summary_input[1], ev.summary_covers[1])
-            cover += _minus([(lo, hi)] if lo < hi else [], trunc)
+            cover = ([] if ev.saw is not None and not ev.saw else cover) + _minus(
+                [(lo, hi)] if lo < hi else [], trunc)
         else:
             n += getattr(ev, "amount", 0)
     return out
@@ -162,10 +171,14 @@ def expected(log: SessionLog, line: int) -> tuple[set[str], tuple[Pair, ...]]:
     return failed, _union(holes)
 
 
-def check_agreement(policy: Policy, raw: list[int], profile: Profile) -> None:
+def check_agreement(policy: Policy, raw: list[int], profile: Profile, raw_messages: list[int] | None = None,
+                    failures: frozenset[int] = frozenset()) -> None:
     sizes = _clamp(policy, raw)
-    log = session_log(policy, sizes, profile)
-    losses = _model_losses(policy, sizes, profile)
+    lo, hi = policy.messages_per_turn
+    messages = [min(max(m, lo), hi) for m in raw_messages[: len(sizes)]] + [lo] * (
+        len(sizes) - len(raw_messages)) if raw_messages is not None else []
+    log = session_log(policy, sizes, profile, messages=messages, failures=failures)
+    losses = _model_losses(policy, sizes, profile, messages, failures)
     assert [(x.finding.kind, x.finding.detail, x.finding.offsets) for x in log.losses] == losses
     audit = _audit(log, profile)
     checker = _checker(log, profile)
@@ -194,28 +207,40 @@ def check_agreement(policy: Policy, raw: list[int], profile: Profile) -> None:
 # -- strategies ------------------------------------------------------------------------
 
 units = st.sampled_from(["turns", "tokens"])
+units_11 = st.sampled_from(["turns", "tokens", "messages"])
 
 
 @st.composite
-def stages(draw: st.DrawFn, kind: str = "any") -> Stage:
+def stages(draw: st.DrawFn, kind: str = "any", spec11: bool = False) -> Stage:
+    unit = units_11 if spec11 else units
+    if spec11 and kind == "any" and draw(st.integers(0, 3)) == 0:
+        return SpillStage(draw(st.sampled_from(["halt", "proceed"])))
     if kind == "truncate" or (kind == "any" and draw(st.booleans())):
-        return Truncate(draw(units), draw(st.integers(0, 16)))
-    keep_unit = draw(units)
+        return Truncate(draw(unit), draw(st.integers(0, 16)))
+    keep_unit = draw(unit)
     keep = draw(st.integers(0, 4) if keep_unit == "turns" else st.integers(0, 8))
-    return Compact(draw(units), draw(st.integers(0, 14)), keep_unit, keep,
-                   draw(st.integers(0, 3)), draw(st.sampled_from([0, 0, 0, 1, 2, 3, 5, 8])),
-                   input=draw(st.sampled_from(["candidates", "all"])))
+    limit = draw(st.sampled_from([0, 0, 0, 1, 2, 3, 5, 8]))
+    extra = {}
+    if spec11:
+        extra = {"summary": draw(st.sampled_from(["separate", "message"])),
+                 "clip": limit > 0 and draw(st.booleans()),
+                 "input_limit_unit": draw(st.sampled_from(["tokens", "messages"]))}
+    return Compact(draw(unit), draw(st.integers(0, 14)), keep_unit, keep,
+                   draw(st.integers(0, 3)), limit,
+                   input=draw(st.sampled_from(["candidates", "all"])), **extra)  # type: ignore[arg-type]
 
 
 @st.composite
-def policies(draw: st.DrawFn) -> Policy:
+def policies(draw: st.DrawFn, spec11: bool = False) -> Policy:
     lo = draw(st.integers(1, 2))
+    mlo = draw(st.integers(1, 2)) if spec11 else 1
     return Policy(
         name="random", turn_min=lo, turn_max=draw(st.integers(lo, 4)),
-        floor=draw(st.integers(0, 5)), floor_unit=draw(units),
+        floor=draw(st.integers(0, 5)), floor_unit=draw(units_11 if spec11 else units),
         stages=tuple(draw(st.permutations(  # at least one compact stage, so sessions compact
-            [draw(stages("compact")), *draw(st.lists(stages(), max_size=2))]))),
+            [draw(stages("compact", spec11)), *draw(st.lists(stages(spec11=spec11), max_size=2))]))),
         base_tokens=draw(st.integers(0, 3)), keep_first=draw(st.integers(0, 2)),
+        messages_per_turn=(mlo, draw(st.integers(mlo, 3))) if spec11 else (1, 1),
     )
 
 
@@ -240,14 +265,27 @@ def test_model_and_audit_agree(profile: Profile, policy: Policy, raw: list[int])
     check_agreement(policy, raw, profile)
 
 
+failure_sets = st.frozensets(st.integers(1, 40), max_size=12)
+
+
+@pytest.mark.parametrize("profile", PROFILE_PARAMS)
+@settings(max_examples=int(os.environ.get("TAILGUARD_RUNTIME_CI_EXAMPLES", "150")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(policy=policies(spec11=True), raw=sessions, raw_messages=sessions, failures=failure_sets)
+def test_model_and_audit_agree_spec_1_1(profile: Profile, policy: Policy, raw: list[int],
+                                        raw_messages: list[int], failures: frozenset[int]) -> None:
+    check_agreement(policy, raw, profile, raw_messages, failures)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("TAILGUARD_SLOW"), reason="set TAILGUARD_SLOW=1")
 @pytest.mark.parametrize("profile", PROFILE_PARAMS)
 @settings(max_examples=int(os.environ.get("TAILGUARD_RUNTIME_EXAMPLES", "5000")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(policy=policies(), raw=sessions)
-def test_model_and_audit_agree_long(profile: Profile, policy: Policy, raw: list[int]) -> None:
-    check_agreement(policy, raw, profile)
+@given(policy=policies(spec11=True), raw=sessions, raw_messages=sessions, failures=failure_sets)
+def test_model_and_audit_agree_long(profile: Profile, policy: Policy, raw: list[int],
+                                    raw_messages: list[int], failures: frozenset[int]) -> None:
+    check_agreement(policy, raw, profile, raw_messages, failures)
 
 
 @pytest.mark.parametrize("profile", PROFILE_PARAMS)
@@ -257,8 +295,26 @@ def test_model_and_audit_agree_long(profile: Profile, policy: Policy, raw: list[
 def test_emitted_trace_refuses_exactly_at_the_loss(profile: Profile, policy: Policy, raw: list[int]) -> None:
     """``--emit-trace``: every compaction before the model's first loss is allowed, and the
     log ends at the compaction that judges it, refused (with the first hole named)."""
+    check_emitted(policy, _clamp(policy, raw), profile)
+
+
+@pytest.mark.parametrize("profile", PROFILE_PARAMS)
+@settings(max_examples=int(os.environ.get("TAILGUARD_RUNTIME_CI_EXAMPLES", "150")) // 2, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(policy=policies(spec11=True), raw=sessions, raw_messages=sessions, failures=failure_sets)
+def test_emitted_trace_refuses_exactly_at_the_loss_spec_1_1(
+    profile: Profile, policy: Policy, raw: list[int], raw_messages: list[int], failures: frozenset[int]
+) -> None:
     sizes = _clamp(policy, raw)
-    log = session_log(policy, sizes, profile, extend=True)
+    lo, hi = policy.messages_per_turn
+    messages = [min(max(m, lo), hi) for m in raw_messages[: len(sizes)]]
+    messages += [lo] * (len(sizes) - len(messages))
+    check_emitted(policy, sizes, profile, messages, failures)
+
+
+def check_emitted(policy: Policy, sizes: list[int], profile: Profile, messages: list[int] | None = None,
+                  failures: frozenset[int] = frozenset()) -> None:
+    log = session_log(policy, sizes, profile, extend=True, messages=messages or [], failures=failures)
     audit = _audit(log, profile)
     assert sorted(audit) == list(log.compactions)
     if not log.losses:
@@ -337,3 +393,29 @@ def test_generator_reaches_every_outcome() -> None:
         check_agreement(policy, sizes, profile)
     assert seen >= {"allowed", "hole:truncated, never summarized", "hole:summarizer input clipped",
                     "floor:floor turns not in context", f"floor:{FLOOR_INPUT}", "overflow"}, seen
+
+
+def test_spec_1_1_outcomes_agree_with_the_audit() -> None:
+    """Not vacuous, spec 1.1: a summary dropped by a ``message`` compaction (``"saw": []``,
+    its coverage a hole), spilled candidates (``spill`` lines, no hole), a failed
+    ``proceed`` write (a hole) and a message-counted session, each audited in agreement."""
+    dropping = Policy("m", 1, 2, 0, "turns", (Compact("tokens", 4, "turns", 1, 2, 3, summary="message"),))
+    spilled = Policy("s", 1, 2, 0, "turns", (SpillStage("proceed"), Compact("tokens", 4, "turns", 1, 1, 1)))
+    counted = Policy("c", 1, 1, 3, "messages", (Compact("turns", 3, "messages", 3, 1),),
+                     messages_per_turn=(1, 2))
+    seen: set[str] = set()
+    for policy, sizes, messages, failures in [
+        (dropping, [2, 2, 2, 2], None, frozenset()),
+        (spilled, [2, 2, 2, 2], None, frozenset()),
+        (spilled, [2, 2, 2, 2], None, frozenset({3})),
+        (counted, [1, 1, 1, 1], [1, 2, 2, 1], frozenset()),
+    ]:
+        for profile in ("partitioned", "strict"):
+            check_agreement(policy, sizes, profile, messages, failures)  # type: ignore[arg-type]
+        log = session_log(policy, sizes, messages=messages or [], failures=failures)
+        seen |= {f"{x.finding.kind}:{x.finding.detail}" for x in log.losses}
+        seen |= {"saw []" for e in log.lines if e.get("saw") == []}
+        seen |= {"spill" for e in log.lines if e.get("handle") == "spill"}
+        seen |= {"messages" for e in log.lines if e["event"] == "session" and e["unit"] == "messages"}
+    assert seen >= {f"hole:{SUMMARY_DROPPED}", "saw []", "spill", "hole:summarizer input clipped",
+                    "floor:floor turns not in context", "messages"}, seen

@@ -105,7 +105,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         if failing is None:
             print("tailguard check-config: no failing session to emit", file=stderr)
         else:
-            events = session_events(failing.policy, list(failing.decision.trace), profile)
+            events = session_events(failing.policy, list(failing.decision.trace), profile,
+                                    failing.decision.messages, frozenset(failing.decision.failures))
             if not any(f.kind in ("hole", "floor") for f in failing.decision.findings):
                 print(f"tailguard check-config: {failing.policy.file}: the failing session only "
                       "overflows, which an event log cannot show: every compaction in "

@@ -24,6 +24,11 @@ def _toml_value(value: Any) -> str:
     return str(value)
 
 
+def _default_text(value: Any) -> str:
+    """A default as TOML; ``false`` is how a policy writes "off" (TOML has no null), so say so."""
+    return "false (off)" if value is False else _toml_value(value)
+
+
 def list_frameworks(fmt: str, stdout: TextIO) -> int:
     """Every preset, its knobs' defaults and the versions it was validated on."""
     from tailguard.pipeline.presets import PRESETS, find
@@ -41,7 +46,7 @@ def list_frameworks(fmt: str, stdout: TextIO) -> int:
         stdout.write(f"  validated on: {', '.join(row['validated_on'])}\n")
         stdout.write(f"  differential test: {row['differential']}\n")
         texts = {k.name: k.default_text for k in find(row["name"]).knobs}  # type: ignore[union-attr]
-        knobs = ", ".join(f"{k} = {texts[k] or _toml_value(v)}" for k, v in row["knobs"].items())
+        knobs = ", ".join(f"{k} = {texts[k] or _default_text(v)}" for k, v in row["knobs"].items())
         stdout.write(f"  knobs (defaults): {knobs}\n  docs: {row['doc']}\n")
     return 0
 

@@ -278,16 +278,17 @@ def encode_step(
         if floor_unshown(policy, stage, profile):
             loss = z3.BoolVal(True)
         spilled = modes.get(i) == "halt"
+        unseen, dropped = z3.BoolVal(False), z3.BoolVal(False)
         if stage.input_limit > 0:
             unit = stage.input_limit_unit
             total = cur.S if unit == "tokens" else cur.M
             cand = total - tail[unit]
-            if not spilled:
-                loss = z3.Or(loss, cand > stage.input_limit)
+            unseen = cand > stage.input_limit
             if earlier and cur.U is not None:
                 own = cur.sc if unit == "tokens" else z3.IntVal(1)
                 dropped = z3.And(cur.hs == 1, cand + own > stage.input_limit)
-                loss = z3.Or(loss, z3.And(dropped, cur.U == 1))
+        lost, next_u = spill_effect(spilled, unseen, dropped, kt < cur.L, cur.U)
+        loss = z3.Or(loss, lost)
         bad.append((i, z3.And(*conds, fire, loss)))
         conds.append(z3.Not(z3.And(fire, loss)))
         nxt = replace(
@@ -300,14 +301,30 @@ def encode_step(
                           wm=tuple(z3.If(z3.And(fire, j >= kt), 0, v) for j, v in enumerate(cur.wm)))
         if cur.hs is not None:
             nxt = replace(nxt, hs=z3.If(fire, 1, cur.hs))
-        if cur.U is not None and not spilled:
-            nxt = replace(nxt, U=z3.If(z3.And(fire, kt < cur.L), 1, cur.U))
+        if cur.U is not None:
+            nxt = replace(nxt, U=z3.If(fire, next_u, cur.U))
         cur = nxt
     if policy.window:  # spec 1.1: over the window after the stages is an overflow
         over = occupancy(policy, cur, "tokens") > policy.window
         bad.append((len(policy.stages), z3.And(*conds, over)))
         conds.append(z3.Not(over))
     return Step(cur, z3.And(*conds), bad, inputs, z3.And(*input_ok), y)
+
+
+def spill_effect(spilled: bool, unseen: Z, dropped: Z, summarized: Z, u: Z) -> tuple[Z, Z]:
+    """What a firing compaction loses besides the floor, and the next unspilled flag ``U``
+    (``u``; ``None`` when not tracked). ``unseen``: some candidate turn was not shown to the
+    summarizer; ``dropped``: the earlier summary was not shown whole (``summary =
+    "message"``); ``summarized``: some candidate turn was (on a clean run every one was).
+    Written (``spilled``), no candidate is a hole and the summary gains nothing unspilled;
+    else an unseen candidate is a hole and a summarized one makes ``U`` 1. A dropped
+    summary loses what it held unspilled (``U``). ``proofs/pipeline.py`` P6: a failed write
+    is never better than a successful one, which is why ``proceed`` is encoded as "always
+    fails" and ``halt`` as "always succeeds"."""
+    if u is None:
+        return (z3.BoolVal(False) if spilled else unseen), None
+    lost = z3.Or(z3.And(dropped, u == 1), z3.BoolVal(False) if spilled else unseen)
+    return lost, (u if spilled else z3.If(summarized, 1, u))
 
 
 def _tail(policy: Policy, stage: Compact, st: AState, tag: str) -> tuple[dict[str, Z], list[Z], list[Z]]:

@@ -62,6 +62,9 @@ def candidates(policy: Policy) -> list[Lemma]:
     return out
 
 
+AT_LEAST_MAX = 24  # lower bounds on the tail's turns tried, at most (one lemma each)
+
+
 def _verbatim_bounds(policy: Policy) -> list[Lemma]:
     """Bounds on the verbatim (unpinned) turns alone, from each compact stage's tail: the
     tokens ``S``, the turns ``L`` and (when tracked) the messages ``M`` a tail can hold,
@@ -86,8 +89,10 @@ def _verbatim_bounds(policy: Policy) -> list[Lemma]:
             out.append(_component(name, value))
     # once a summary exists, a tail of some turns stays (what a compaction of the earlier
     # summary alone, ``summary = "message"``, reads: its floor is the tail's)
-    for value in range(1, max(values["L"], default=0) + 1):
+    for value in range(1, min(max(values["L"], default=0), AT_LEAST_MAX) + 1):
         out.append(_component("L", value, at_least=True))
+    if shape_of(policy).unspilled:  # every compaction spilled: the summary holds nothing unspilled
+        out.append(_component("U", 0))
     return out
 
 

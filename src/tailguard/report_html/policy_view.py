@@ -68,8 +68,10 @@ def _runs(offsets: Sequence[int]) -> str:
     return ", ".join(fmt(lo, hi) for lo, hi in out)
 
 
-def simulate(policy: Policy, trace: Sequence[int], profile: Profile) -> list[Step]:
-    """Run the trace through the model, one append at a time, recording what each stage did."""
+def simulate(policy: Policy, trace: Sequence[int], profile: Profile, messages: Sequence[int] = (),
+             failures: Sequence[int] = ()) -> list[Step]:
+    """Run the trace through the model, one append at a time, recording what each stage did
+    (``messages`` and spill ``failures`` as in :class:`tailguard.pipeline.model.Session`)."""
     state = State()
     units = _units(policy)
     steps: list[Step] = []
@@ -77,7 +79,8 @@ def simulate(policy: Policy, trace: Sequence[int], profile: Profile) -> list[Ste
         before = {u: state.occupancy(policy, u) for u in units}
         peak = {u: before[u] + (size if u == "tokens" else 1) for u in units}
         events: list[Event] = []
-        found = step(policy, state, size, events, profile)
+        found = step(policy, state, size, events, profile,
+                     messages[number - 1] if messages else None, number in failures)
         st = Step(number, size, peak, {u: state.occupancy(policy, u) for u in units})
         pending: tuple[int, int] | None = None
         for k, ev in enumerate(events):
@@ -301,12 +304,13 @@ def _policy_section(r: Report, profile: Profile, rlimit: int | None) -> str:
     elif d.verdict == "unknown":
         out.append(f"<p>Unknown: {esc(d.detail)}. Never reported as safe.</p>")
     if d.trace:
-        steps = simulate(p, d.trace, profile)
+        steps = simulate(p, d.trace, profile, d.messages, d.failures)
         out.append(f"<h3>The counterexample session ({len(d.trace):,} appends)</h3>")
         for unit in _units(p):
             out.append(f'<div class="scroll">{occupancy_svg(p, steps, unit)}</div>')
         out.append(_stage_table(p, steps))
-        log = session_log(p, list(d.trace), profile, extend=True)
+        log = session_log(p, list(d.trace), profile, extend=True, messages=d.messages,
+                          failures=frozenset(d.failures))
         lines = render_jsonl(log.lines).encode().splitlines(keepends=True)
         source = f"{p.file} (counterexample event log)"
         data = collect(lines, source, profile)

@@ -97,18 +97,6 @@ ESSENTIAL_EVENTS = Difference(
     "events; the stages pin the first `keep_first` events instead.",
     "the same events when they are the first `keep_first` (OpenHands' usual order)",
     "no differential test")
-HALF_NOT_ENOUGH = Difference(
-    "window_forgets_half",
-    "the ConversationWindowCondenser forgets about half of the non-essential events at once; the "
-    "truncate stage drops the oldest only until the window holds.",
-    "every firing is a hole in both; OpenHands' holes are larger (the verdict is the same)",
-    "no differential test (see `differential`)")
-ESSENTIAL_EVENTS = Difference(
-    "essential_events",
-    "the window condenser keeps the system message, the first user message and its recall "
-    "events; the stages pin the first `keep_first` events instead.",
-    "the same events when they are the first `keep_first` (OpenHands' usual order)",
-    "no differential test")
 SUMMARY_EVENT_COUNTED = Difference(
     "summary_event_counted",
     "`len(view)` counts the summary event; the trigger `max_size + 1` counts the verbatim events "

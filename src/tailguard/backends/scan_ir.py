@@ -245,12 +245,20 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     return start < stop and j >= 0 and items[j][1] > start
 
 
+_first = _itemgetter(0)
+_second = _itemgetter(1)
+
+
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
-    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (by columns)."""
-    if len(items) < 32:  # short: pair by pair is faster than by columns
-        return all(low <= lo <= hi <= high for lo, hi in items)
-    los, his = zip(*items)  # noqa: B905 - pairs; zip(strict=) needs 3.10
-    return low <= min(los) and max(his) <= high and all(map(_le, los, his))
+    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (long lists by
+    builtins: ``lo <= hi`` pair by pair, the least start and the greatest end)."""
+    if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
+        for lo, hi in items:
+            if not low <= lo <= hi <= high:
+                return False
+        return True
+    return (all(_starmap(_le, items)) and low <= min(map(_first, items))
+            and max(map(_second, items)) <= high)
 '''
 
 MERGED_JS = '''\

@@ -16,7 +16,7 @@ docs/check-config.md "Semantics") without reading the engines. For random small 
    the oracle finds missing are among the floor turns check-config names (it names every floor
    turn involved, the oracle only the missing ones).
 
-CI: ``CI_EXAMPLES`` policies per profile draw (about 11 s on 2 busy cores; budget 30 s).
+CI: ``CI_EXAMPLES`` policies per profile draw (about 10 s alone, 25 s on 2 busy cores; budget 30 s).
 ``-m slow``: 400 policies x 2 profiles. The review's scale runs: ``python -m
 tests.test_pipeline_oracle N SECONDS [SEED]`` (small policies) and ``python -m
 tests.test_pipeline_oracle large N SECONDS SEED`` (real-size policies: unsafe traces are
@@ -38,7 +38,7 @@ from tailguard.pipeline.solver import decide
 from tests.pipeline_oracle import Failure, run_session, search, sessions
 
 DEPTH = 8
-CI_EXAMPLES = 20
+CI_EXAMPLES = 40
 UNITS = ("turns", "tokens", "messages")
 DYNAMIC = {"hole", "floor", "overflow"}
 
@@ -176,8 +176,31 @@ def compare(policy: Policy, profile: str, depth: int = DEPTH, max_states: int = 
     return problems
 
 
-# Known disagreements that are documented choices where the brief is silent (none yet).
-KNOWN: list[str] = []
+# Known disagreements with check-config: none on the draws run so far (see the review
+# report). Documented choices where the brief is silent that decide verdicts, so that an
+# outside simulator reading the brief otherwise would disagree; the oracle follows the docs:
+# - docs/check-config.md "Messages": a summary in the context is one message of occupancy
+#   (brief 6b is silent; brief 6 counts the summary's tokens). SUMMARY_IS_A_MESSAGE is a
+#   policy whose verdict flips (unsafe at append 4 with it, safe without).
+# - docs/check-config.md "Spill": a spill stage covers the first compact stage listed after
+#   it (brief 6b "the next compaction"); one listed after every compact stage never writes.
+# - docs/check-config.md "Summary placement": with summary = "message" the earlier summary
+#   alone makes a compaction run (it is a candidate).
+SUMMARY_IS_A_MESSAGE = """turn_tokens = [1, 1]
+floor = 0
+floor_unit = "messages"
+[[stage]]
+kind = "compact"
+trigger_unit = "turns"
+trigger = 3
+keep_unit = "turns"
+keep = 1
+summary_tokens = 1
+[[stage]]
+kind = "truncate"
+unit = "messages"
+limit = 2
+"""
 
 
 @settings(max_examples=CI_EXAMPLES, deadline=None, derandomize=True,
@@ -219,6 +242,22 @@ def test_search_merges_states_soundly(seed: int, profile: str) -> None:
     found = search(policy, 3, profile)
     want = _brute_shortest(policy, 3, profile)
     assert (len(found.tokens) if isinstance(found, Failure) else None) == want
+
+
+def test_documented_choice_summary_is_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The documented choice decides this verdict, and the comparison is live: an oracle
+    that does not count the summary as a message disagrees with check-config."""
+    import tests.pipeline_oracle as oracle
+
+    policy = parse_policy(SUMMARY_IS_A_MESSAGE, "summary-is-a-message.toml")
+    found = search(policy, 8)
+    assert isinstance(found, Failure) and found.tokens == (1, 1, 1, 1) and found.kinds == {"hole"}
+    assert compare(policy, "partitioned") == []
+    plain = oracle.occupancy
+    monkeypatch.setattr(oracle, "occupancy", lambda p, s, unit: sum(t.messages for t in s.context)
+                        if unit == "messages" else plain(p, s, unit))
+    assert search(policy, 8) is None
+    assert [p.split(":")[0] for p in compare(policy, "partitioned")] == ["replay-no-finding"]
 
 
 @pytest.mark.slow

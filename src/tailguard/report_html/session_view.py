@@ -101,17 +101,28 @@ def _log_row(g: _Svg, data: SessionData) -> None:
              [("spill", b, _what(b, "spill", unit)) for b in spills]
     ly = y + 52
     for kind, b, text in labels[:MAX_LABELS]:
-        g.add(f'<text class="lbl {kind}" x="{_label_x(s, b.lo):.1f}" y="{ly:.1f}" '
-              f'data-kind="{kind}" data-lo="{b.lo}" data-hi="{b.hi}" data-line="{b.first_line}">{esc(text)}</text>')
-        ly += 14
-    if len(labels) > MAX_LABELS:
-        g.text(s.left, ly, f"and {len(labels) - MAX_LABELS:,} more marks: hover or focus them", "sub")
-        ly += 14
+        ly = _label(g, ly, kind, b.lo, b.hi, b.first_line, text)
+    ly = _more_labels(g, ly, len(labels), "marks")
     g.y = ly + 4
 
 
 def _label_x(s: Scale, lo: int) -> float:
     return min(s.x(lo), s.left + s.width - 420)
+
+
+def _label(g: _Svg, ly: float, kind: str, lo: int, hi: int, line: int, text: str) -> float:
+    """One visible text label of a mark at height ``ly``; returns the height of the next."""
+    g.add(f'<text class="lbl {kind}" x="{_label_x(g.scale, lo):.1f}" y="{ly:.1f}" '
+          f'data-kind="{kind}" data-lo="{lo}" data-hi="{hi}" data-line="{line}">{esc(text)}</text>')
+    return ly + 14
+
+
+def _more_labels(g: _Svg, ly: float, total: int, what: str) -> float:
+    """Past :data:`MAX_LABELS` labels of a row, a line counting the rest (``what``: their noun)."""
+    if total <= MAX_LABELS:
+        return ly
+    g.text(g.scale.left, ly, f"and {total - MAX_LABELS:,} more {what}: hover or focus them", "sub")
+    return ly + 14
 
 
 def _hole_label(hole: Pair, causes_of: dict[Pair, list[Cause]]) -> tuple[str, str]:
@@ -163,12 +174,8 @@ def _compaction_row(g: _Svg, row: Row, unit: str) -> None:
         g.add(mark("hole", s, bn.lo, bn.hi, y + 56, 10, f"line {row.line}: {text}", tip_y,
                    data=(("line", row.line), ("count", bn.count), ("cause-lines", causes))))
         if k < MAX_LABELS:
-            g.add(f'<text class="lbl hole" x="{_label_x(s, bn.lo):.1f}" y="{ly:.1f}" data-kind="hole" '
-                  f'data-lo="{bn.lo}" data-hi="{bn.hi}" data-line="{row.line}">{esc(text)}</text>')
-            ly += 14
-    if len(bins) > MAX_LABELS:
-        g.text(s.left, ly, f"and {len(bins) - MAX_LABELS:,} more holes: hover or focus them", "sub")
-        ly += 14
+            ly = _label(g, ly, "hole", bn.lo, bn.hi, row.line, text)
+    ly = _more_labels(g, ly, len(bins), "holes")
     g.add("</g>")
     g.y = max(ly, y + 72) + 6
 
@@ -198,12 +205,8 @@ def _aggregate_row(g: _Svg, row: Row, unit: str) -> None:
         g.add(mark("hole", s, bn.lo, bn.hi, y + 56, 10, text, tip_y,
                    data=(("line", row.line), ("last-line", row.last_line), ("count", bn.count))))
         if k < MAX_LABELS:
-            g.add(f'<text class="lbl hole" x="{_label_x(s, bn.lo):.1f}" y="{ly:.1f}" data-kind="hole" '
-                  f'data-lo="{bn.lo}" data-hi="{bn.hi}" data-line="{row.line}">{esc(text)}</text>')
-            ly += 14
-    if len(bins) > MAX_LABELS:
-        g.text(s.left, ly, f"and {len(bins) - MAX_LABELS:,} more hole marks: hover or focus them", "sub")
-        ly += 14
+            ly = _label(g, ly, "hole", bn.lo, bn.hi, row.line, text)
+    ly = _more_labels(g, ly, len(bins), "hole marks")
     g.add("</g>")
     g.y = max(ly, y + 72) + 6
 

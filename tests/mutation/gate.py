@@ -6,6 +6,9 @@ exits 0 even when mutants survive, so this is the gate (``tools/mutation.sh`` ca
 
 - a survivor (or a mutant no test reaches, or a suspicious one) that ``equivalent.toml`` does
   not list fails the gate, printed with its diff and a ready-to-paste entry;
+- the equivalent lists are ``tests/mutation/equivalent*.toml`` (one file per module group, so
+  work on different modules never edits the same file); ``--equivalent FILE`` (repeatable)
+  reads only the files given;
 - an entry is keyed by the function (``tailguard.escalate.Outcome.commit``) and the mutation
   (the source line before and after, whitespace-trimmed), never by line number or by mutmut's
   mutant number, so it survives edits elsewhere in the file;
@@ -55,6 +58,22 @@ def mutation_of(diff: str) -> tuple[str, str]:
     return " / ".join(removed), " / ".join(added)
 
 
+def equivalent_files() -> list[Path]:
+    """The committed equivalent lists: ``equivalent.toml`` and ``equivalent_<group>.toml``."""
+    return sorted(HERE.glob("equivalent*.toml"))
+
+
+def load_all(paths: list[Path]) -> dict[Key, str]:
+    """Every entry of every file; the same mutant listed twice is an error."""
+    out: dict[Key, str] = {}
+    for path in paths:
+        for key, reason in load_equivalent(path).items():
+            if key in out:
+                raise SystemExit(f"gate: {path}: {key.function}: {key.original!r} is listed twice")
+            out[key] = reason
+    return out
+
+
 def load_equivalent(path: Path) -> dict[Key, str]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -86,12 +105,13 @@ def _toml(text: str) -> str:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--equivalent", type=Path, default=HERE / "equivalent.toml")
+    ap.add_argument("--equivalent", type=Path, action="append", default=None,
+                    help="an equivalent list (repeatable; default: every tests/mutation/equivalent*.toml)")
     ap.add_argument("--run-modules", nargs="*", default=None,
                     help="the modules that were mutated (stale entries are reported for these only)")
     ap.add_argument("--strict-stale", action="store_true")
     args = ap.parse_args(argv)
-    equivalent = load_equivalent(args.equivalent)
+    equivalent = load_all(args.equivalent or equivalent_files())
     counts: dict[str, int] = {}
     unexplained: list[tuple[str, str, Key, str]] = []
     matched: set[Key] = set()
@@ -117,7 +137,7 @@ def main(argv: list[str]) -> int:
         return 2
     for name, status, key, diff in unexplained:
         print(f"\nUNEXPLAINED {status.upper()}: {name}\n{diff.rstrip()}")
-        print("  kill it with a test, or if it is equivalent add to tests/mutation/equivalent.toml:")
+        print("  kill it with a test, or if it is equivalent add to tests/mutation/equivalent*.toml:")
         print(f"  [[mutant]]\n  function = {_toml(key.function)}\n  original = {_toml(key.original)}\n"
               f"  mutated = {_toml(key.mutated)}\n  reason = \"...\"")
     modules = args.run_modules

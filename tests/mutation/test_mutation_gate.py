@@ -47,7 +47,7 @@ def test_an_entry_without_a_reason_is_refused(tmp_path: Path) -> None:
 def test_every_equivalent_entry_names_a_function_holding_its_original_line() -> None:
     """An entry whose code was edited away would never match: caught here, not only in a full run.
     (The module's file is read as text: under mutmut its functions are trampolines.)"""
-    entries = gate.load_equivalent(HERE / "equivalent.toml")
+    entries = gate.load_all(gate.equivalent_files())
     assert entries
     for key in entries:
         parts = key.function.split(".")
@@ -94,3 +94,13 @@ def test_the_gate_fails_on_an_unlisted_survivor(tmp_path: Path) -> None:
     assert 'original = "decision = commit(summary)"' in failed.stdout  # the entry to paste
     passed = run(listed)
     assert passed.returncode == 0 and "MUTATION GATE PASSED" in passed.stdout, passed.stdout + passed.stderr
+
+
+def test_the_same_mutant_in_two_lists_is_refused(tmp_path: Path) -> None:
+    entry = ('[[mutant]]\nfunction = "m.f"\noriginal = "a"\nmutated = "b"\n'
+             'reason = "for this test only: listed twice"\n')
+    (tmp_path / "equivalent.toml").write_text(entry)
+    (tmp_path / "equivalent_other.toml").write_text(entry)
+    with pytest.raises(SystemExit, match="listed twice"):
+        gate.load_all(sorted(tmp_path.glob("equivalent*.toml")))
+    assert len(gate.load_all([tmp_path / "equivalent.toml"])) == 1

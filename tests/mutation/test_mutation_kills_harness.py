@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from typing import Any
 
 import pytest
 
@@ -118,3 +120,270 @@ def test_solver_time_is_charged_to_the_running_theorem_only() -> None:
     out = theorems.Theorem("TZ", "T", "S", "theorem", timed, "mod").run()
     assert out.passed and out.solver_seconds == {"cvc5": 1.0, "z3": 0.75}
     assert list(out.solver_seconds) == ["cvc5", "z3"]  # sorted, so reports are stable
+
+
+# --- proofs/_common.py: the helpers every proof module shares, driven by tiny theorems -------------
+# Each helper is called on a handful of integer symbols (an interval C inside an interval I, on a
+# hand-built case of the project spec), so every query is decided in milliseconds; each test pins
+# which path (offset by offset, or the direct formula) decided it and what it answered.
+
+
+def _z3() -> Any:
+    return pytest.importorskip("z3")
+
+
+def _cases() -> tuple[Any, Any, Any, Any]:
+    """The project spec, a symbolic case of it, and its ``C`` and ``I`` intervals."""
+    from proofs._common import project_spec
+    from tailguard.backends.z3_encode import symbolic_case
+
+    spec = project_spec()
+    zc = symbolic_case(spec, "mut.", bound=1)
+    return spec, zc, zc["C"], zc["I"]
+
+
+def _holds(text: str) -> Any:
+    from tailguard.speclang.parse import parse
+
+    return parse(text)
+
+
+def test_setup_restarts_the_names_and_falls_back_to_the_project_spec() -> None:
+    from proofs._common import project_spec, setup
+    from tailguard.backends.z3_encode import fresh_int
+
+    fresh_int("q"), fresh_int("q")
+    spec = project_spec()
+    assert setup(None) is spec
+    assert str(fresh_int("q")) == "q!0"  # numbering restarted
+    other = dataclasses.replace(spec, version="other")
+    assert setup(other) is other
+
+
+def test_carries_offset_by_offset_needs_the_assumptions() -> None:
+    """Shrinking C by k >= 0 keeps ``C subset I``: offset by offset, but only under k >= 0."""
+    z3 = _z3()
+    from proofs._common import carries
+    from tailguard.backends.z3_encode import Encoder
+
+    spec, zc, (c_lo, c_hi), _ = _cases()
+    k = z3.Int("mut.k")
+    then = Encoder(spec, zc.with_value("C", (c_lo + k, c_hi)))
+    r = carries(_holds("C subset I"), given=Encoder(spec, zc), then=then, assumptions=k >= 0)
+    assert (r.status, r.detail) == ("proved", "offset by offset")
+    r = carries(_holds("C subset I"), given=Encoder(spec, zc), then=then, assumptions=k >= -1)
+    assert r.status == "counterexample"
+
+
+def test_carries_falls_back_to_the_formulas_which_use_the_hypothesis() -> None:
+    """Then's I is [max(I.lo, C.lo), I.hi): not pointwise wider than I, yet ``C subset I`` on the
+    given case implies it on then's (and without that hypothesis it does not)."""
+    z3 = _z3()
+    from proofs._common import carries
+    from tailguard.backends.z3_encode import Encoder
+
+    spec, zc, (c_lo, c_hi), (i_lo, i_hi) = _cases()
+    then = Encoder(spec, zc.with_value("I", (z3.If(i_lo >= c_lo, i_lo, c_lo), i_hi)))
+    r = carries(_holds("C subset I"), given=Encoder(spec, zc), then=then, assumptions=zc.side_conditions())
+    assert (r.status, r.detail) == ("proved", "")
+    # then's I shrunk past C.lo: the clause no longer carries, and that is a counterexample
+    then = Encoder(spec, zc.with_value("I", (c_lo + 1, i_hi)))
+    r = carries(_holds("C subset I"), given=Encoder(spec, zc), then=then, assumptions=c_lo < c_hi)
+    assert r.status == "counterexample" and r.detail == "the negation is satisfiable"
+
+
+def test_carries_a_clause_that_is_not_a_subset() -> None:
+    z3 = _z3()
+    from proofs._common import carries
+    from tailguard.backends.z3_encode import Encoder
+
+    spec, zc, _, _ = _cases()
+    n = zc["n"]
+    then = Encoder(spec, zc.with_value("n", n + 1))
+    assert carries(_holds("n >= 0"), given=Encoder(spec, zc), then=then, assumptions=True).status == "proved"
+    r = carries(_holds("n <= 5"), given=Encoder(spec, zc), then=then, assumptions=True)
+    assert r.status == "counterexample"
+    r = carries(_holds("n <= 5"), given=Encoder(spec, zc), then=then, assumptions=n < 3)
+    assert (r.status, r.detail) == ("proved", "")
+    r = carries(_holds("n <= 5"), given=Encoder(spec, zc), then=then, assumptions=z3.BoolVal(False))
+    assert r.status == "counterexample" and "vacuous" in r.detail  # the assumptions reach the query
+
+
+def test_subset_implies_offset_by_offset_and_directly() -> None:
+    z3 = _z3()
+    from proofs._common import subset_implies
+    from tailguard.backends.z3_encode import Encoder
+
+    spec, zc, (c_lo, c_hi), (i_lo, i_hi) = _cases()
+    enc = Encoder(spec, zc)
+    k = z3.Int("mut.k")
+
+    def inside_c(x: Any) -> Any:
+        return z3.And(c_lo + k <= x, x < c_hi)
+
+    def around_i(x: Any) -> Any:
+        return z3.And(i_lo - k <= x, x < i_hi)
+
+    holds = _holds("C subset I")
+    r = subset_implies(holds, enc, inside_c, around_i, assumptions=k >= 0)
+    assert (r.status, r.detail) == ("proved", "offset by offset")
+    r = subset_implies(holds, enc, inside_c, around_i, assumptions=k >= -1)
+    assert r.status == "counterexample"
+
+    # right is not pointwise wider than I, but holds on C whenever C is inside I: only the
+    # direct form proves it
+    def c_part_of_i(x: Any) -> Any:
+        return z3.And(z3.If(i_lo >= c_lo, i_lo, c_lo) <= x, x < i_hi)
+
+    r = subset_implies(holds, enc, lambda x: z3.And(c_lo <= x, x < c_hi), c_part_of_i,
+                       assumptions=zc.side_conditions())
+    assert (r.status, r.detail) == ("proved", "")
+    r = subset_implies(holds, enc, lambda x: z3.And(i_lo <= x, x < i_hi + 1),
+                       lambda x: z3.And(i_lo <= x, x < i_hi), assumptions=i_lo < i_hi)
+    assert r.status == "counterexample"
+    # a clause that is not a subset: the direct form only, under the assumptions given
+    r = subset_implies(_holds("n >= 0"), enc, inside_c, inside_c, assumptions=True)
+    assert (r.status, r.detail) == ("proved", "")
+    r = subset_implies(_holds("n >= 0"), enc, inside_c, inside_c, assumptions=z3.BoolVal(False))
+    assert r.status == "counterexample" and "vacuous" in r.detail
+
+
+def test_same_clause_offset_by_offset_and_directly() -> None:
+    z3 = _z3()
+    from proofs._common import same_clause
+    from tailguard.backends.z3_encode import Encoder
+
+    spec, zc, _, _ = _cases()
+    enc = Encoder(spec, zc)
+    side = zc.side_conditions()
+    r = same_clause(_holds("C subset I"), _holds("C & C subset I | I"), enc, assumptions=side)
+    assert (r.status, r.detail) == ("proved", "offset by offset")
+    # C \ I subset I holds exactly when C subset I: the same clause, though no side matches
+    r = same_clause(_holds("C subset I"), _holds("C \\ I subset I"), enc, assumptions=side)
+    assert (r.status, r.detail) == ("proved", "")
+    r = same_clause(_holds("C subset I"), _holds("I subset C"), enc, assumptions=side)
+    assert r.status == "counterexample"
+    r = same_clause(_holds("n >= 0"), _holds("0 <= n"), enc, assumptions=side)
+    assert (r.status, r.detail) == ("proved", "")
+    r = same_clause(_holds("n >= 0"), _holds("n > 0"), enc, assumptions=side)
+    assert r.status == "counterexample"
+    # the assumptions reach both the pointwise query and the direct one
+    r = same_clause(_holds("C subset I"), _holds("C subset I"), enc, assumptions=z3.BoolVal(False))
+    assert r.status == "counterexample" and "vacuous" in r.detail
+    r = same_clause(_holds("n >= 0"), _holds("n > 0"), enc, assumptions=zc["n"] != 0)
+    assert (r.status, r.detail) == ("proved", "")
+
+
+def test_subset_instances_are_the_subset_clauses_at_one_offset() -> None:
+    z3 = _z3()
+    from proofs._common import subset_instances
+    from tailguard.backends.z3_encode import Encoder
+    from tailguard.backends.z3_eval import prove
+
+    spec, zc, (c_lo, c_hi), (i_lo, i_hi) = _cases()
+    enc = Encoder(spec, zc)
+    x = z3.Int("mut.x")
+    seed = subset_instances(enc, spec.profile("seed"), x)  # no subset clause: true
+    assert prove(seed, sanity=False)[0].status == "proved"
+    strict = spec.profile("strict")
+    inst = subset_instances(enc, strict, x)
+    assert prove(inst, assumptions=enc.allows(strict))[0].status == "proved"  # implied by the clauses
+    # and it says C(x) -> I(x) (summary honesty, at x): x in C but not in I refutes it
+    assert prove(z3.Not(inst), assumptions=z3.And(c_lo <= x, x < c_hi, z3.Not(z3.And(i_lo <= x, x < i_hi))))[
+        0].status == "proved"
+
+
+_HEALTHY = {"history_end": 4, "tail_start": 2, "summary_input": [0, 4], "summary_covers": [0, 2],
+            "recovery_floor_span": 2, "floor_unit": "turns", "truncator_unit": "turns",
+            "prior_truncations": [], "prior_coverage": [], "spills": []}
+_HOLED = {**_HEALTHY, "summary_covers": [1, 2]}  # [0, 1) recoverable nowhere: a hole under strict
+
+
+def _decisions(case: dict[str, Any]) -> dict[str, Any]:
+    from tailguard._generated.checker import check_case
+
+    return {p: check_case(case, p) for p in ("seed", "strict", "partitioned")}
+
+
+def test_replayed_runs_every_case_under_every_profile_and_reports_what_it_saw() -> None:
+    from proofs._common import project_spec, replayed
+
+    spec = project_spec()
+    seen: list[tuple[Any, Any]] = []
+
+    def agrees(cases: Any, decisions: Any) -> None:
+        seen.append((cases, decisions))
+
+    r = replayed(spec, {"only": _HEALTHY}, agrees)
+    assert seen == [({"only": _HEALTHY}, {"only": _decisions(_HEALTHY)})]
+    assert (r.status, r.detail, r.model) == ("witness", "replayed through the generated checker: agrees", _HEALTHY)
+    assert r.replay == {"only": {p: d.to_json() for p, d in _decisions(_HEALTHY).items()}}
+    assert not _decisions(_HOLED)["strict"].allowed and _decisions(_HOLED)["seed"].allowed  # the two differ
+
+    both = {"ok": _HEALTHY, "holed": _HOLED}
+    r = replayed(spec, both, agrees)
+    assert (r.status, r.model) == ("witness", both)  # more than one case: all of them
+    assert r.replay == {name: {p: d.to_json() for p, d in _decisions(c).items()} for name, c in both.items()}
+    r = replayed(spec, both, agrees, model={"given": 1})
+    assert (r.status, r.model) == ("witness", {"given": 1})
+
+
+def test_replayed_reports_the_disagreement_with_the_model_and_the_replay() -> None:
+    from proofs._common import project_spec, replayed
+
+    spec = project_spec()
+    r = replayed(spec, {"holed": _HOLED}, lambda cases, d: None if d["holed"]["strict"].allowed else "strict refused")
+    assert (r.status, r.detail, r.model) == ("mismatch", "replay through the generated checker: strict refused", _HOLED)
+    assert r.replay == {"holed": {p: d.to_json() for p, d in _decisions(_HOLED).items()}}
+    r = replayed(spec, {"a": _HOLED, "b": _HEALTHY}, lambda c, d: "no", model={"m": 2})
+    assert (r.status, r.model) == ("mismatch", {"m": 2})
+    r = replayed(spec, {"a": _HOLED, "b": _HEALTHY}, lambda c, d: "no")
+    assert r.model == {"a": _HOLED, "b": _HEALTHY}
+
+
+def test_replayed_refuses_a_spec_profile_the_generated_checker_lacks() -> None:
+    from proofs._common import project_spec, replayed
+
+    spec = project_spec()
+    strict = spec.profile("strict")
+    stale = dataclasses.replace(spec, profiles=(*spec.profiles, dataclasses.replace(strict, id="newer"),
+                                                dataclasses.replace(strict, id="newest")))
+
+    def never(cases: Any, decisions: Any) -> str:
+        raise AssertionError("no replay without the profile")
+
+    r = replayed(stale, {"a": _HEALTHY}, never)
+    assert (r.status, r.detail, r.replay) == (
+        "mismatch", "the generated checker has no profile newer, newest (stale: run tailguard gen)", None)
+    assert r.model == {"a": _HEALTHY}
+    assert replayed(stale, {"a": _HEALTHY}, never, model={"m": 3}).model == {"m": 3}
+    one = dataclasses.replace(spec, profiles=(*spec.profiles, dataclasses.replace(strict, id="newer")))
+    assert replayed(one, {"a": _HEALTHY}, never).detail.startswith("the generated checker has no profile newer (")
+
+
+def test_witness_replayed_reads_the_model_back_and_passes_other_results_through() -> None:
+    z3 = _z3()
+    from proofs._common import project_spec, witness_replayed
+    from tailguard.backends.z3_encode import concrete_case
+
+    spec = project_spec()
+    s = z3.Solver()
+    assert s.check() == z3.sat
+    model = s.model()
+    cases = {"before": concrete_case(spec, _HEALTHY), "after": concrete_case(spec, _HOLED)}
+    seen: list[Any] = []
+
+    def expect(json_cases: Any, decisions: Any) -> str | None:
+        seen.append(json_cases)
+        refused = [name for name, d in decisions.items() if not d["strict"].allowed]
+        return f"{', '.join(refused)}: strict refused" if refused else None
+
+    r = witness_replayed(spec, theorems.Result("witness"), model, cases, expect)
+    assert seen == [{"before": _HEALTHY, "after": _HOLED}]
+    assert (r.status, r.detail, r.model) == ("mismatch", "replay through the generated checker: after: strict refused",
+                                             {"before": _HEALTHY, "after": _HOLED})
+    r = witness_replayed(spec, theorems.Result("witness"), model, {"case": cases["before"]}, expect)
+    assert (r.status, r.model) == ("witness", _HEALTHY)
+    for other in (theorems.Result("no-witness", "d"), theorems.Result("unknown"), theorems.Result("proved")):
+        assert witness_replayed(spec, other, None, cases, expect) is other
+    assert len(seen) == 2

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
+import json
 from typing import Any
 
 import pytest
@@ -387,3 +389,202 @@ def test_witness_replayed_reads_the_model_back_and_passes_other_results_through(
     for other in (theorems.Result("no-witness", "d"), theorems.Result("unknown"), theorems.Result("proved")):
         assert witness_replayed(spec, other, None, cases, expect) is other
     assert len(seen) == 2
+
+
+def test_load_theorems_puts_the_project_first_on_the_path_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from tailguard.cli.prove import load_theorems
+    from tailguard.project import project_root
+
+    root = str(project_root())
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != root])
+    load_theorems()
+    assert sys.path[0] == root
+    load_theorems()
+    assert sys.path.count(root) == 1
+
+
+def test_load_theorems_imports_every_public_proof_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from tailguard.cli.prove import load_theorems
+    from tailguard.project import project_root
+
+    real = importlib.import_module
+    imported: list[str] = []
+
+    def recording(name: str, package: str | None = None) -> Any:
+        imported.append(name)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", recording)
+    load_theorems()
+    public = sorted(f"proofs.{p.stem}" for p in (project_root() / "proofs").glob("*.py") if not p.stem.startswith("_"))
+    assert len(public) >= 8 and "proofs.profile_strict" in public
+    assert imported[0] == "proofs" and sorted(imported[1:]) == public
+
+
+# --- cli/prove.py run(): what it prints and returns, with scripted theorems -------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scripted(theorems.Theorem):
+    """A theorem whose run returns a fixed outcome (fixed seconds, so the text is exact) and
+    records the solver settings it ran under."""
+
+    outcome: tuple[theorems.Result, float, dict[str, float]] | None = None
+
+    def run(self) -> theorems.Outcome:
+        from tailguard.backends.z3_eval import SETTINGS
+
+        _SEEN.append((self.id, SETTINGS.solver, SETTINGS.rlimit, SETTINGS.cvc5_rlimit))
+        assert self.outcome is not None
+        result, seconds, solver = self.outcome
+        return theorems.Outcome(self, result, seconds, solver)
+
+
+_SEEN: list[tuple[str, str, int, int | None]] = []
+
+
+def _scripted() -> list[_Scripted]:
+    def never() -> theorems.Result:
+        raise AssertionError("scripted")
+
+    return [
+        _Scripted("ZA", "Holds with a bound", "s", "theorem", never, "m", "at most 2 intervals",
+                  outcome=(theorems.Result("proved", "offset by offset"), 1.5, {"z3": 1.25})),
+        _Scripted("ZB", "Fails with a case", "s", "theorem", never, "m", None,
+                  outcome=(theorems.Result("counterexample", "the negation is satisfiable", {"n": 1}), 0.25,
+                           {"z3": 0.5, "cvc5": 0.75})),
+        _Scripted("ZCC", "A witness", "s", "witness", never, "m", None,
+                  outcome=(theorems.Result("witness", "replayed: agrees", {"n": 2}), 12.0625, {})),
+    ]
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> list[_Scripted]:
+    from tailguard.cli import prove
+
+    monkeypatch.setattr(prove, "load_theorems", lambda: None)
+    monkeypatch.setattr(theorems, "REGISTRY", {t.id: t for t in _scripted()})
+    _SEEN.clear()
+    return list(theorems.REGISTRY.values())  # type: ignore[arg-type]
+
+
+_TEXT = (
+    "ok  ZA    proved           1.500s  Holds with a bound\n"
+    "          bounded: at most 2 intervals\n"
+    "FAIL ZB    counterexample   0.250s  Fails with a case\n"
+    "          the negation is satisfiable\n"
+    '          case: {"n": 1}\n'
+    "ok  ZCC   witness         12.062s  A witness\n"
+    '          case: {"n": 2}\n'
+)
+
+
+def test_prove_prints_one_line_per_theorem_and_the_totals(scripted: list[_Scripted]) -> None:
+    from tests.cli_helpers import run_cli
+
+    code, out, err = run_cli("prove")
+    assert (code, err) == (1, "")
+    assert out == _TEXT + "solver time: z3 1.8s, cvc5 0.8s\n2 of 3 theorems hold; FAILED: ZB\n"
+    assert [s[0] for s in _SEEN] == ["ZA", "ZB", "ZCC"]
+
+    code, out, _ = run_cli("prove", "--only", "ZCC", "ZA")
+    assert code == 0 and out.endswith("solver time: z3 1.2s\n2 of 2 theorems hold\n")
+    assert out.startswith("ok  ZA ")  # in registry order, whatever the order given
+    code, out, _ = run_cli("prove", "--only", "ZCC")
+    assert code == 0 and out.endswith("\nsolver time: \n1 of 1 theorems hold\n")
+
+
+def test_prove_json_report(scripted: list[_Scripted]) -> None:
+    from tests.cli_helpers import run_cli
+
+    code, out, err = run_cli("prove", "--format", "json", "--only", "ZB", "ZA")
+    expected = {"solver": "z3", "theorems": [t.run().to_json() for t in scripted[:2]], "failed": 1}
+    assert (code, err, out) == (1, "", json.dumps(expected, indent=2) + "\n")
+    code, out, _ = run_cli("prove", "--format", "json", "--only", "ZA")
+    assert code == 0 and json.loads(out)["failed"] == 0
+
+
+def test_prove_passes_the_solver_settings_to_each_theorem(scripted: list[_Scripted],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from tailguard.backends import cvc5_check, z3_eval
+    from tests.cli_helpers import run_cli
+
+    monkeypatch.setattr(cvc5_check, "available", lambda: True)
+    run_cli("prove", "--only", "ZA", "--solver", "both", "--rlimit", "7", "--cvc5-rlimit", "9")
+    run_cli("prove", "--only", "ZA")
+    assert _SEEN == [("ZA", "both", 7, 9), ("ZA", "z3", z3_eval.DEFAULT_RLIMIT, None)]
+
+
+class _Tty(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed: list[str] = []
+
+    def isatty(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        self.flushed.append(self.getvalue())
+
+
+def test_prove_on_a_terminal_shows_each_theorem_while_it_runs(scripted: list[_Scripted]) -> None:
+    from tailguard.cli.main import main
+
+    out, err = _Tty(), io.StringIO()
+    assert main(["prove", "--only", "ZA", "ZB"], stdout=out, stderr=err) == 1
+    lines = _TEXT.splitlines(keepends=True)
+    assert out.getvalue() == (
+        "     ZA    Holds with a bound ..." + "\r" + "".join(lines[:2])
+        + "     ZB    Fails with a case ..." + "\r" + "".join(lines[2:5])
+        + "solver time: z3 1.8s, cvc5 0.8s\n1 of 2 theorems hold; FAILED: ZB\n")
+    assert out.flushed[0] == "     ZA    Holds with a bound ..."  # shown before the theorem runs
+    out = _Tty()
+    assert main(["prove", "--only", "ZA", "--format", "json"], stdout=out, stderr=err) == 0
+    assert json.loads(out.getvalue())["failed"] == 0  # no progress text in the JSON
+
+
+def test_prove_setup_errors_exit_2_with_the_reason(scripted: list[_Scripted], monkeypatch: pytest.MonkeyPatch) -> None:
+    from tailguard.backends import cvc5_check
+    from tailguard.cli import prove
+    from tailguard.speclang.load import SpecError
+    from tests.cli_helpers import run_cli
+
+    code, out, err = run_cli("prove", "--only", "ZB", "T99", "Q1")
+    assert (code, out, err) == (2, "", "tailguard prove: --only: no theorem Q1, T99; known: ZA, ZB, ZCC\n")
+
+    monkeypatch.setattr(cvc5_check, "available", lambda: False)
+    assert run_cli("prove", "--only", "ZA")[0] == 0  # z3 alone needs no cvc5
+    _SEEN.clear()
+    for solver in ("cvc5", "both"):
+        code, out, err = run_cli("prove", "--solver", solver)
+        assert (code, out) == (2, "") and _SEEN == []
+        assert err == (f"tailguard prove: --solver {solver} needs cvc5: pip install 'tailguard[prove]' "
+                       "(or pip install cvc5)\n")
+
+    def broken() -> None:
+        raise SpecError("spec/clauses.toml:3: bad")
+
+    monkeypatch.setattr(prove, "load_theorems", broken)
+    assert run_cli("prove") == (2, "", "tailguard prove: spec/clauses.toml:3: bad\n")
+
+
+def test_the_prove_help_texts_exactly() -> None:
+    from tailguard.cli.prove import add_arguments
+
+    parser = argparse.ArgumentParser(prog="tailguard prove")
+    add_arguments(parser)
+    helps = {a.dest: a.help for a in parser._actions if a.dest != "help"}
+    assert helps == {
+        "format": "text: one line per theorem (default); json: one object per theorem",
+        "only": "run only these theorem ids",
+        "solver": "who decides each query: z3 (default), cvc5 (models still come from z3), or both, which must "
+                  "agree (a disagreement fails)",
+        "rlimit": "z3 resource budget per query (default 50,000,000); an exhausted budget is unknown, which fails",
+        "cvc5_rlimit": "cvc5 resource budget per query and strategy (default 200,000,000)",
+    }
+    assert parser.epilog == ("exit codes: 0 every theorem holds, 1 some theorem failed or was unknown (budget), "
+                             "2 setup (no spec/ or proofs/, unknown --only id)")

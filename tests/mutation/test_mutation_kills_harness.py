@@ -588,3 +588,60 @@ def test_the_prove_help_texts_exactly() -> None:
     }
     assert parser.epilog == ("exit codes: 0 every theorem holds, 1 some theorem failed or was unknown (budget), "
                              "2 setup (no spec/ or proofs/, unknown --only id)")
+
+
+# The free offset of the pointwise queries is the constant named ``x``: a proof may hand the solver
+# a hypothesis instantiated at it (profile_partitioned._instance_at_x does, for cvc5). Here the
+# only fact relating the two sets is such an instance, so only the pointwise query can use it.
+
+
+def test_the_pointwise_queries_reason_about_the_offset_named_x() -> None:
+    z3 = _z3()
+    from proofs._common import carries, same_clause, subset_implies
+    from tailguard.backends.z3_encode import Encoder
+
+    spec, zc, (c_lo, c_hi), (i_lo, i_hi) = _cases()
+    x = z3.Int("x")
+    p, q = z3.Int("mut.p"), z3.Int("mut.q")
+    inside = z3.Implies(z3.And(p <= x, x < q), z3.And(c_lo <= x, x < c_hi))  # [p, q) ⊆ C, at x only
+    enc = Encoder(spec, zc)
+
+    then = Encoder(spec, zc.with_value("C", (p, q)))
+    r = carries(_holds("C subset I"), given=enc, then=then, assumptions=inside)
+    assert (r.status, r.detail) == ("proved", "offset by offset")
+
+    r = subset_implies(_holds("C subset I"), enc, lambda v: z3.And(p <= v, v < q),
+                       lambda v: z3.And(i_lo <= v, v < i_hi), assumptions=inside)
+    assert (r.status, r.detail) == ("proved", "offset by offset")
+
+    same_at_x = z3.And(c_lo <= x, x < c_hi) == z3.And(i_lo <= x, x < i_hi)  # C and I agree at x
+    r = same_clause(_holds("C subset I"), _holds("I subset I"), enc, assumptions=same_at_x)
+    assert (r.status, r.detail) == ("proved", "offset by offset")
+    # and without that instance neither is the same clause (it is not: C need not lie in I)
+    assert same_clause(_holds("C subset I"), _holds("I subset I"), enc, assumptions=True).status == "counterexample"
+
+
+def test_same_clause_compares_both_sides_and_takes_any_two_clauses() -> None:
+    from proofs._common import same_clause
+    from tailguard.backends.z3_encode import Encoder
+
+    spec, zc, _, _ = _cases()
+    enc = Encoder(spec, zc)
+    side = zc.side_conditions()
+    # same left side, a right side that differs (and a different clause: the second always holds)
+    assert same_clause(_holds("C subset I"), _holds("C subset I | C"), enc, assumptions=side).status == "counterexample"
+    assert same_clause(_holds("C subset I"), _holds("n >= 0"), enc, assumptions=side).status == "counterexample"
+    assert same_clause(_holds("n >= 0"), _holds("C subset I"), enc, assumptions=side).status == "counterexample"
+    r = same_clause(_holds("C subset I"), _holds("(n < 0 or n >= 0) and C subset I"), enc, assumptions=side)
+    assert (r.status, r.detail) == ("proved", "")
+
+
+def test_prove_names_every_failed_theorem(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tailguard.cli import prove
+    from tests.cli_helpers import run_cli
+
+    failing = _scripted()[1]
+    monkeypatch.setattr(prove, "load_theorems", lambda: None)
+    monkeypatch.setattr(theorems, "REGISTRY", {"ZB": failing, "ZE": dataclasses.replace(failing, id="ZE")})
+    code, out, _ = run_cli("prove")
+    assert code == 1 and out.endswith("\n0 of 2 theorems hold; FAILED: ZB, ZE\n")

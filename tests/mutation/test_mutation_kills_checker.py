@@ -39,3 +39,199 @@ def test_checker_and_reference_agree_on_a_few_cases(case: dict[str, Any]) -> Non
 @given(well_formed_cases())
 def test_checker_and_reference_agree_on_a_few_well_formed_cases(case: dict[str, Any]) -> None:
     _agree(case)
+
+
+# --- unusable input: the exact field and reason, through every entry point -----------------------
+
+import pytest  # noqa: E402
+
+from tailguard._generated.checker import CaseError, check_case, explain, read_case  # noqa: E402
+
+BASE: dict[str, Any] = {
+    "history_end": 60, "tail_start": 48, "summary_input": [8, 60], "summary_covers": [8, 48],
+    "recovery_floor_span": 12, "floor_unit": "turns", "truncator_unit": "turns",
+    "prior_truncations": [[0, 8]], "prior_coverage": [], "spills": []}
+HUGE = 10 ** 1000  # 1,001 digits: one past the limit
+
+
+class _Int(int):
+    pass
+
+
+BAD: list[tuple[str, Any, str, str]] = [
+    ("history_end", 1.5, "history_end", "expected an integer, got float 1.5"),
+    ("history_end", True, "history_end", "expected an integer, got bool True"),
+    ("history_end", "60", "history_end", "expected an integer, got str '60'"),
+    ("history_end", HUGE, "history_end", "an integer of more than 1,000 digits (the limit)"),
+    ("history_end", -HUGE, "history_end", "an integer of more than 1,000 digits (the limit)"),
+    ("history_end", _Int(HUGE), "history_end", "an integer of more than 1,000 digits (the limit)"),
+    ("tail_start", None, "tail_start", "expected an integer, got NoneType None"),
+    ("summary_input", [10 ** 5000], "summary_input", "expected a pair [lo, hi], got <list object>"),  # repr fails
+    ("summary_input", [1], "summary_input", "expected a pair [lo, hi], got [1]"),
+    ("summary_input", [1, 2, 3], "summary_input", "expected a pair [lo, hi], got [1, 2, 3]"),
+    ("summary_input", "ab", "summary_input", "expected a pair [lo, hi], got 'ab'"),
+    ("summary_input", {"a": 1, "b": 2}, "summary_input", "expected a pair [lo, hi], got {'a': 1, 'b': 2}"),
+    ("summary_input", [1, "a"], "summary_input[1]", "expected an integer, got str 'a'"),
+    ("summary_covers", [2.0, 3], "summary_covers[0]", "expected an integer, got float 2.0"),
+    ("summary_covers", [0, HUGE], "summary_covers[1]", "an integer of more than 1,000 digits (the limit)"),
+    ("summary_covers", [HUGE, 0], "summary_covers[0]", "an integer of more than 1,000 digits (the limit)"),
+    ("floor_unit", 3, "floor_unit", "expected a unit name (string), got int 3"),
+    ("truncator_unit", HUGE, "truncator_unit",
+     "expected a unit name (string), got int <an integer of more than 1,000 digits>"),
+    ("truncator_unit", -HUGE, "truncator_unit",
+     "expected a unit name (string), got int <an integer of more than 1,000 digits>"),
+    ("floor_unit", b"turns", "floor_unit", "expected a unit name (string), got bytes b'turns'"),
+    ("prior_truncations", "x", "prior_truncations", "expected a list of [lo, hi] pairs, got str"),
+    ("prior_truncations", b"x", "prior_truncations", "expected a list of [lo, hi] pairs, got bytes"),
+    ("prior_truncations", bytearray(b"x"), "prior_truncations", "expected a list of [lo, hi] pairs, got bytearray"),
+    ("prior_truncations", {"a": 1}, "prior_truncations", "expected a list of [lo, hi] pairs, got dict"),
+    ("spills", 5, "spills", "expected a list of [lo, hi] pairs, got int"),
+    ("prior_truncations", [[1, 2], [3]], "prior_truncations[1]", "expected a pair [lo, hi], got [3]"),
+    ("prior_coverage", [[1, 2.0]], "prior_coverage[0][1]", "expected an integer, got float 2.0"),
+    ("prior_coverage", [(1, 2)] * 40 + [(1, True)], "prior_coverage[40][1]", "expected an integer, got bool True"),
+    ("spills", [(1, 2)] * 40 + [[HUGE, 1]], "spills[40][0]", "an integer of more than 1,000 digits (the limit)"),
+    ("spills", [(1, 2)] * 40 + [[1, -HUGE]], "spills[40][1]", "an integer of more than 1,000 digits (the limit)"),
+    ("spills", [[0, 1], (2, 3), "ab"], "spills[2]", "expected a pair [lo, hi], got 'ab'"),
+    ("spills", lambda: iter([(0, 1), (2, 3), (4,)]), "spills[2]", "expected a pair [lo, hi], got (4,)"),
+    ("spills", lambda: ([i, 9] for i in [0, 1, None]), "spills[2][0]", "expected an integer, got NoneType None"),
+    ("prior_coverage", lambda: map(tuple, [[0, 1], [2, "3"]]), "prior_coverage[1][1]",
+     "expected an integer, got str '3'"),
+]
+
+
+def _error(call: Any) -> tuple[str, str, str]:
+    with pytest.raises(CaseError) as err:
+        call()
+    return err.value.field, err.value.reason, str(err.value)
+
+
+@pytest.mark.parametrize(("key", "value", "field", "reason"), BAD, ids=[f"{b[0]}-{i}" for i, b in enumerate(BAD)])
+def test_unusable_input_names_the_field_and_the_reason_exactly(key: str, value: Any, field: str, reason: str) -> None:
+    """``value`` is the bad value, or a function making a fresh one (an iterator is used up)."""
+
+    def bad() -> Any:
+        return value() if callable(value) and not isinstance(value, type) else value
+
+    expected = (field, reason, f"{field}: {reason}")
+    assert _error(lambda: check_case({**BASE, key: bad()})) == expected
+    assert _error(lambda: read_case({**BASE, key: bad()})) == expected
+    good = read_case(BASE)
+    for profile in ("strict", "seed", "partitioned"):
+        assert _error(lambda: check(profile, **{**good, key: bad()})) == expected
+    decision = check_case(BASE)
+    assert _error(lambda: explain("strict", decision, **{**good, key: bad()})) == expected
+
+
+def test_case_level_errors() -> None:
+    assert _error(lambda: read_case([1])) == ("case", "expected a JSON object, got list", "case: expected a JSON object, got list")
+    assert _error(lambda: check_case("x")) == ("case", "expected a JSON object, got str", "case: expected a JSON object, got str")
+    for field in BASE:
+        assert _error(lambda: check_case({k: v for k, v in BASE.items() if k != field}))[2] == f"{field}: missing field"
+    assert read_case({**BASE, "extra": [1.5]}) == read_case(BASE)  # extra keys are ignored
+    for bad in ("nope", 3, None, HUGE, ["strict"]):
+        known = "known: ['partitioned', 'seed', 'strict']"
+        shown = "<an integer of more than 1,000 digits>" if bad is HUGE else repr(bad)
+        expected = ("profile", f"unknown profile {shown}; {known}", f"profile: unknown profile {shown}; {known}")
+        assert _error(lambda: check_case(BASE, bad)) == expected
+        assert _error(lambda: check(bad, **read_case(BASE))) == expected
+        assert _error(lambda: explain(bad, check_case(BASE), **read_case(BASE))) == expected
+
+
+LIMIT = "more than 100,000 intervals in the case (the limit; prior_truncations, prior_coverage and spills together)"
+
+
+def test_the_interval_limit_counts_the_three_lists_together() -> None:
+    from tailguard._generated.checker import MAX_INTERVALS
+
+    assert MAX_INTERVALS == 100_000
+    half = [[0, 1]] * 50_000
+    full = {**BASE, "prior_truncations": half, "prior_coverage": half[:49_999], "spills": [[0, 1]]}
+    assert [len(read_case(full)[k]) for k in ("prior_truncations", "prior_coverage", "spills")] == [
+        50_000, 49_999, 1]  # exactly the limit: read
+    for field, case in (("prior_truncations", {**BASE, "prior_truncations": [[0, 1]] * 100_001}),
+                        ("prior_coverage", {**full, "prior_coverage": [*half, [0, 1]]}),
+                        ("spills", {**full, "spills": [[0, 1], [1, 2]]})):
+        assert _error(lambda: check_case(case))[:2] == (field, LIMIT)
+        assert _error(lambda: read_case(case))[:2] == (field, LIMIT)
+        kwargs = {k: (list(map(tuple, v)) if isinstance(v, list) and k in ("prior_truncations", "prior_coverage", "spills")
+                      else v) for k, v in read_case(BASE).items()}
+        kwargs.update({k: [tuple(p) for p in case[k]] for k in ("prior_truncations", "prior_coverage", "spills")})
+        assert _error(lambda: check("strict", **kwargs))[:2] == (field, LIMIT)
+        gen = {**kwargs, field: iter(kwargs[field])}
+        assert _error(lambda: check("seed", **gen))[:2] == (field, LIMIT)
+
+
+def test_an_int_subclass_is_read_as_its_plain_value() -> None:
+    class Int(int):
+        pass
+
+    case = read_case({**BASE, "history_end": Int(60), "summary_input": [Int(8), Int(60)],
+                      "prior_truncations": [[Int(0), Int(8)]], "spills": [(Int(1), 2)] * 40})
+    assert type(case["history_end"]) is int and case["history_end"] == 60
+    assert all(type(v) is int for v in case["summary_input"]) and case["summary_input"] == (8, 60)
+    assert case["prior_truncations"] == [(0, 8)] and all(type(v) is int for v in case["prior_truncations"][0])
+    assert case["spills"] == [(1, 2)] * 40 and all(type(v) is int for p in case["spills"] for v in p)
+    assert all(type(p) is tuple for p in case["spills"])
+
+
+_MANY = {"history_end": 20, "tail_start": 10, "summary_input": [12, 15], "summary_covers": [2, 18],
+         "recovery_floor_span": 15, "floor_unit": "turns", "truncator_unit": "tokens",
+         "prior_truncations": [[8, 12], [1, 2]], "prior_coverage": [[0, 1]], "spills": [[19, 20]]}
+_SEAM = {**_MANY, "floor_unit": "tokens", "summary_input": [0, 20], "summary_covers": [0, 10],
+         "prior_truncations": [[15, 16]], "recovery_floor_span": 3, "tail_start": 12}
+_INCONSISTENT = {**BASE, "history_end": -1, "summary_input": [9, 3], "floor_unit": "x", "truncator_unit": "y"}
+
+EXPLAINED: list[tuple[dict[str, Any], str, tuple[Any, ...], list[str]]] = [
+    (BASE, "seed", ("allow", (), ()), []),
+    (BASE, "strict", ("refuse", ("no_hole",), ((0, 8),)),
+     ["no_hole: offsets [0, 8) were evicted and are in no summary, spill or tail"]),
+    (_MANY, "seed", ("refuse", ("units_agree",), ()),
+     ["units_agree: recovery floor unit 'turns' cannot be honored by truncator unit 'tokens'; guarantee is "
+      "unenforceable"]),
+    (_MANY, "strict", ("refuse", ("units_agree", "floor_in_input", "floor_in_tail", "tail_intact", "summary_honest",
+                                  "no_hole"), ((1, 12),)), [
+        "units_agree: recovery floor unit 'turns' cannot be honored by truncator unit 'tokens'; the floor is "
+        "unenforceable",
+        "floor_in_input: recovery floor [5, 20) is not inside summarizer input [12, 15)",
+        "floor_in_tail: recovery floor [5, 20) is not inside retained tail [10, 20)",
+        "tail_intact: prior truncation [8, 12) intersects retained tail [10, 20); the tail is not verbatim",
+        "summary_honest: summary coverage [2, 18) claims offsets [2, 12), [15, 18) it never saw",
+        "no_hole: offsets [1, 12) were evicted and are in no summary, spill or tail"]),
+    (_MANY, "partitioned", ("refuse", ("units_agree", "floor_in_tail", "tail_intact", "summary_honest", "no_hole"),
+                            ((1, 12),)), [
+        "units_agree: recovery floor unit 'turns' cannot be honored by truncator unit 'tokens'; the floor is "
+        "unenforceable",
+        "floor_in_tail: recovery floor [5, 20) is not inside retained tail [10, 20)",
+        "tail_intact: prior truncation [8, 12) intersects retained tail [10, 20); the tail is not verbatim",
+        "summary_honest: summary coverage [2, 18) claims offsets [2, 12), [15, 18) it never saw",
+        "no_hole: offsets [1, 12) were evicted and are in no summary, spill or tail"]),
+    (_SEAM, "seed", ("allow", (), ()), []),
+    (_SEAM, "strict", ("refuse", ("tail_intact", "seam_contiguous", "no_hole"), ((10, 12), (15, 16))), [
+        "tail_intact: prior truncation [15, 16) intersects retained tail [12, 20); the tail is not verbatim",
+        "seam_contiguous: summary coverage ends at 10 but the tail starts at 12; the seam has a gap",
+        "no_hole: offsets [10, 12), [15, 16) were evicted and are in no summary, spill or tail"]),
+    ({**BASE, "summary_input": [40, 60]}, "seed", ("refuse", ("floor_reach",), ()),
+     ["floor_reach: summarizer input starts at 40, but the recovery floor begins at 36; floor is not a subset of "
+      "input"]),
+    ({**BASE, "prior_truncations": [[30, 40], [20, 45]]}, "seed", ("refuse", ("truncation_clear",), ()),
+     ["truncation_clear: prior truncation [30, 40) intersects recovery floor [36, 48); evidence already evicted"]),
+    (_INCONSISTENT, "strict", ("refuse", ("well_formed",), ()),
+     ["well_formed: the case is inconsistent (n >= 0 is false; 0 <= t <= n is false; all(r in I, C, TR, PC, SP: "
+      "0 <= r.lo <= r.hi <= n) is false; known(floor_unit) is false; known(truncator_unit) is false); the guard "
+      "fails closed"]),
+    ({**BASE, "floor_unit": "Turns", "truncator_unit": "Turns"}, "partitioned", ("refuse", ("well_formed",), ()),
+     ["well_formed: the case is inconsistent (known(floor_unit) is false; known(truncator_unit) is false); the "
+      "guard fails closed"]),
+    (_INCONSISTENT, "seed", ("refuse", ("units_agree",), ()),
+     ["units_agree: recovery floor unit 'x' cannot be honored by truncator unit 'y'; guarantee is unenforceable"]),
+]
+
+
+@pytest.mark.parametrize(("case", "profile", "decision", "sentences"), EXPLAINED)
+def test_the_decision_and_its_explanation_exactly(case: dict[str, Any], profile: str, decision: tuple[Any, ...],
+                                                  sentences: list[str]) -> None:
+    d = check_case(case, profile)
+    assert tuple(d) == decision and d.allowed is (decision[0] == "allow")
+    assert d.to_json() == {"decision": decision[0], "failed": list(decision[1]), "holes": [list(h) for h in decision[2]]}
+    assert check(profile, **read_case(case)) == d
+    assert explain(profile, d, **read_case(case)) == sentences

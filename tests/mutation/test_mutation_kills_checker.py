@@ -99,9 +99,9 @@ BAD: list[tuple[str, Any, str, str]] = [
 ]
 
 
-def _error(call: Any) -> tuple[str, str, str]:
+def _error(call: Any, *args: Any, **kwargs: Any) -> tuple[str, str, str]:
     with pytest.raises(CaseError) as err:
-        call()
+        call(*args, **kwargs)
     return err.value.field, err.value.reason, str(err.value)
 
 
@@ -113,28 +113,28 @@ def test_unusable_input_names_the_field_and_the_reason_exactly(key: str, value: 
         return value() if callable(value) and not isinstance(value, type) else value
 
     expected = (field, reason, f"{field}: {reason}")
-    assert _error(lambda: check_case({**BASE, key: bad()})) == expected
-    assert _error(lambda: read_case({**BASE, key: bad()})) == expected
+    assert _error(check_case, {**BASE, key: bad()}) == expected
+    assert _error(read_case, {**BASE, key: bad()}) == expected
     good = read_case(BASE)
     for profile in ("strict", "seed", "partitioned"):
-        assert _error(lambda: check(profile, **{**good, key: bad()})) == expected
-    decision = check_case(BASE)
-    assert _error(lambda: explain("strict", decision, **{**good, key: bad()})) == expected
+        assert _error(check, profile, **{**good, key: bad()}) == expected
+    assert _error(explain, "strict", check_case(BASE), **{**good, key: bad()}) == expected
 
 
 def test_case_level_errors() -> None:
-    assert _error(lambda: read_case([1])) == ("case", "expected a JSON object, got list", "case: expected a JSON object, got list")
-    assert _error(lambda: check_case("x")) == ("case", "expected a JSON object, got str", "case: expected a JSON object, got str")
+    for value, kind in (([1], "list"), ("x", "str")):
+        reason = f"expected a JSON object, got {kind}"
+        assert _error(read_case, value) == _error(check_case, value) == ("case", reason, f"case: {reason}")
     for field in BASE:
-        assert _error(lambda: check_case({k: v for k, v in BASE.items() if k != field}))[2] == f"{field}: missing field"
+        assert _error(check_case, {k: v for k, v in BASE.items() if k != field})[2] == f"{field}: missing field"
     assert read_case({**BASE, "extra": [1.5]}) == read_case(BASE)  # extra keys are ignored
     for bad in ("nope", 3, None, HUGE, ["strict"]):
         known = "known: ['partitioned', 'seed', 'strict']"
         shown = "<an integer of more than 1,000 digits>" if bad is HUGE else repr(bad)
         expected = ("profile", f"unknown profile {shown}; {known}", f"profile: unknown profile {shown}; {known}")
-        assert _error(lambda: check_case(BASE, bad)) == expected
-        assert _error(lambda: check(bad, **read_case(BASE))) == expected
-        assert _error(lambda: explain(bad, check_case(BASE), **read_case(BASE))) == expected
+        assert _error(check_case, BASE, bad) == expected
+        assert _error(check, bad, **read_case(BASE)) == expected
+        assert _error(explain, bad, check_case(BASE), **read_case(BASE)) == expected
 
 
 LIMIT = "more than 100,000 intervals in the case (the limit; prior_truncations, prior_coverage and spills together)"
@@ -148,17 +148,14 @@ def test_the_interval_limit_counts_the_three_lists_together() -> None:
     full = {**BASE, "prior_truncations": half, "prior_coverage": half[:49_999], "spills": [[0, 1]]}
     assert [len(read_case(full)[k]) for k in ("prior_truncations", "prior_coverage", "spills")] == [
         50_000, 49_999, 1]  # exactly the limit: read
+    lists = ("prior_truncations", "prior_coverage", "spills")
     for field, case in (("prior_truncations", {**BASE, "prior_truncations": [[0, 1]] * 100_001}),
                         ("prior_coverage", {**full, "prior_coverage": [*half, [0, 1]]}),
                         ("spills", {**full, "spills": [[0, 1], [1, 2]]})):
-        assert _error(lambda: check_case(case))[:2] == (field, LIMIT)
-        assert _error(lambda: read_case(case))[:2] == (field, LIMIT)
-        kwargs = {k: (list(map(tuple, v)) if isinstance(v, list) and k in ("prior_truncations", "prior_coverage", "spills")
-                      else v) for k, v in read_case(BASE).items()}
-        kwargs.update({k: [tuple(p) for p in case[k]] for k in ("prior_truncations", "prior_coverage", "spills")})
-        assert _error(lambda: check("strict", **kwargs))[:2] == (field, LIMIT)
-        gen = {**kwargs, field: iter(kwargs[field])}
-        assert _error(lambda: check("seed", **gen))[:2] == (field, LIMIT)
+        assert _error(check_case, case)[:2] == (field, LIMIT)
+        kwargs = {**read_case(BASE), **{k: [tuple(p) for p in case[k]] for k in lists}}
+        assert _error(check, "strict", **kwargs)[:2] == (field, LIMIT)
+        assert _error(check, "seed", **{**kwargs, field: iter(kwargs[field])})[:2] == (field, LIMIT)
 
 
 def test_an_int_subclass_is_read_as_its_plain_value() -> None:
@@ -232,6 +229,7 @@ def test_the_decision_and_its_explanation_exactly(case: dict[str, Any], profile:
                                                   sentences: list[str]) -> None:
     d = check_case(case, profile)
     assert tuple(d) == decision and d.allowed is (decision[0] == "allow")
-    assert d.to_json() == {"decision": decision[0], "failed": list(decision[1]), "holes": [list(h) for h in decision[2]]}
+    assert d.to_json() == {"decision": decision[0], "failed": list(decision[1]),
+                           "holes": [list(h) for h in decision[2]]}
     assert check(profile, **read_case(case)) == d
     assert explain(profile, d, **read_case(case)) == sentences

@@ -1,0 +1,217 @@
+"""Tests written to kill surviving mutants of the renderer (``tailguard.backends.python_render``,
+tools/mutation.sh --subset tests/mutation/render.toml).
+
+The project spec takes only some of the renderer's rules, so a mutant in another rule leaves the
+generated checker byte-identical and ``gen --check`` cannot see it. These tests render a spec of
+their own: the project spec plus a profile ``zoo`` whose clauses take the other rules (``min``,
+``empty`` of an interval and of a set, an interval inside a set, ``any`` over lists and an
+interval, comparison chains, placeholders of every type), load the rendered text as a module, and
+hold its decisions to the z3 encoding of the same spec on concrete cases (``z3_decide``: clause by
+clause, holes offset by offset) and its sentences to the message templates.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tailguard.backends.python_render import NoRule, render_python
+from tailguard.speclang.load import Spec, load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ZOO = '''
+[[profile]]
+id = "zoo"
+doc = "Rules of the renderer the project spec does not use."
+report = "all"
+wellformed = "sane"
+
+[[profile.clause]]
+id = "sane"
+meaning = "Inputs only."
+holds = "min(n, t) >= 0 and min(t, n) <= n"
+message = "not sane ({why})"
+
+[[profile.clause]]
+id = "cover_empty"
+meaning = "An empty pair."
+holds = "empty(C) or t > 3"
+message = "C is {C}, t is {t}, unit {floor_unit}, witness {witness}, why {why}"
+
+[[profile.clause]]
+id = "spill_in_nothing"
+meaning = "An empty set."
+holds = "empty(union(SP) | union(PC))"
+holes = "[0, n) \\\\ (union(SP) | C)"
+message = "spills {union(SP)} and coverage {union(PC) | C}, holes {holes}"
+
+[[profile.clause]]
+id = "c_spilled"
+meaning = "A pair inside a set."
+holds = "C subset union(SP)"
+message = "C {C} not spilled; gaps {C \\\\ union(SP)}; I minus C {I \\\\ C}"
+
+[[profile.clause]]
+id = "some_early"
+meaning = "Any over two lists and an interval."
+holds = "any(r in TR, SP, I: r.lo < t) and all(r in C: r.lo >= 0)"
+message = "none early: first bad {witness}"
+
+[[profile.clause]]
+id = "chain"
+meaning = "A comparison chain."
+holds = "0 <= t < n and known(floor_unit) and not (F > n)"
+message = "chain broken: {why}"
+'''
+
+
+def _spec(tmp: Path, extra: str) -> Spec:
+    path = tmp / "clauses.toml"
+    path.write_text((ROOT / "spec" / "clauses.toml").read_text(encoding="utf-8") + extra, encoding="utf-8")
+    return load_spec(path)
+
+
+def _module(text: str) -> Any:
+    mod = types.ModuleType("tailguard_zoo_checker")
+    sys.modules[mod.__name__] = mod  # NamedTuple looks its module up
+    try:
+        exec(compile(text, "<zoo checker>", "exec"), mod.__dict__)
+    finally:
+        del sys.modules[mod.__name__]
+    return mod
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Spec, Any]:
+    spec = _spec(tmp_path_factory.mktemp("zoo"), ZOO)
+    return spec, _module(render_python(spec))
+
+
+def _cases(k: int) -> list[dict[str, Any]]:
+    rnd = random.Random(16)
+
+    def pair() -> list[int]:
+        return sorted(rnd.randint(-1, 7) for _ in range(2)) if rnd.random() < 0.9 else [5, 2]
+
+    return [{"history_end": rnd.randint(-1, 7), "tail_start": rnd.randint(-1, 7), "summary_input": pair(),
+             "summary_covers": pair(), "recovery_floor_span": rnd.randint(-1, 8),
+             "floor_unit": rnd.choice(["turns", "tokens", "Turns"]), "truncator_unit": "turns",
+             "prior_truncations": [pair() for _ in range(rnd.randint(0, 2))],
+             "prior_coverage": [pair() for _ in range(rnd.randint(0, 2))],
+             "spills": [pair() for _ in range(rnd.randint(0, 3))]} for _ in range(k)]
+
+
+def test_the_rendered_zoo_profile_decides_as_the_z3_encoding(zoo: tuple[Spec, Any]) -> None:
+    pytest.importorskip("z3")
+    from tailguard.backends.z3_eval import z3_decide
+
+    spec, mod = zoo
+    seen: set[tuple[str, ...]] = set()
+    for case in _cases(40):
+        got = mod.check_case(case, "zoo")
+        want = z3_decide(spec, "zoo", mod.read_case(case))
+        assert (got.decision, got.failed, got.holes) == (want.decision, want.failed, want.holes), case
+        seen.update((c,) for c in got.failed)
+        seen.add(("holes",) if got.holes else ("no holes",))
+    # every clause failed somewhere, and holes were found and not found
+    assert seen >= {(c.id,) for c in spec.profile("zoo").clauses} | {("holes",), ("no holes",)}, seen
+
+
+def test_the_rendered_project_profiles_are_the_generated_checker(zoo: tuple[Spec, Any]) -> None:
+    from tailguard._generated import checker
+
+    _, mod = zoo
+    for case in _cases(60):
+        for profile in ("seed", "strict", "partitioned"):
+            d = checker.check_case(case, profile)
+            assert mod.check_case(case, profile) == d
+            fields = checker.read_case(case)
+            assert mod.explain(profile, d, **mod.read_case(case)) == checker.explain(profile, d, **fields)
+
+
+ZOO_CASE = {"history_end": 6, "tail_start": 2, "summary_input": [1, 5], "summary_covers": [-1, 3],
+            "recovery_floor_span": 7, "floor_unit": "Turns", "truncator_unit": "turns",
+            "prior_truncations": [[3, 4]], "prior_coverage": [[0, 1]], "spills": [[4, 5], [0, 1]]}
+
+
+def test_the_rendered_zoo_sentences(zoo: tuple[Spec, Any]) -> None:
+    _, mod = zoo
+    d = mod.check_case(ZOO_CASE, "zoo")
+    assert tuple(d) == ("refuse", ("cover_empty", "spill_in_nothing", "c_spilled", "some_early", "chain"),
+                        ((3, 4), (5, 6)))
+    assert mod.explain("zoo", d, **mod.read_case(ZOO_CASE)) == [
+        "cover_empty: C is [-1, 3), t is 2, unit 'Turns', witness an interval, why empty(C) or t > 3 is false",
+        "spill_in_nothing: spills [0, 1), [4, 5) and coverage [-1, 3), holes [3, 4), [5, 6)",
+        "c_spilled: C [-1, 3) not spilled; gaps [-1, 0), [1, 3); I minus C [3, 5)",
+        "some_early: none early: first bad [-1, 3)",
+        "chain: chain broken: known(floor_unit) is false; not F > n is false",
+    ]
+    insane = {**ZOO_CASE, "history_end": 1, "tail_start": -1}
+    d = mod.check_case(insane, "zoo")
+    assert tuple(d) == ("refuse", ("sane",), ())
+    assert mod.explain("zoo", d, **mod.read_case(insane)) == ["sane: not sane (min(n, t) >= 0 is false)"]
+    fine = {**ZOO_CASE, "summary_covers": [4, 4], "floor_unit": "turns", "recovery_floor_span": 1,
+            "prior_truncations": [], "prior_coverage": [], "spills": []}
+    assert mod.check_case(fine, "zoo").allowed
+    assert tuple(mod.check_case({**fine, "tail_start": 1}, "zoo")) == ("refuse", ("some_early",), ())
+
+
+@pytest.mark.parametrize(("holds", "message"), [
+    ("union(TR) subset union(SP)", "no rule of the fast checker renders Subset 'union(TR) subset union(SP)'"),
+    ("empty(union(SP) \\\\ union(PC))", "no rule of the fast checker renders the set 'union(SP) \\\\ union(PC)'"),
+])
+def test_an_expression_no_rule_covers_is_refused_naming_it(tmp_path: Path, holds: str, message: str) -> None:
+    extra = f'''
+[[profile]]
+id = "norule"
+doc = "An expression the fast checker has no rule for."
+report = "all"
+wellformed = ""
+
+[[profile.clause]]
+id = "bad"
+meaning = "No rule."
+holds = "{holds}"
+message = "bad"
+'''
+    with pytest.raises(NoRule) as err:
+        render_python(_spec(tmp_path, extra))
+    assert str(err.value) == message  # the expression as its repr
+
+
+def test_a_gate_that_uses_a_definition_is_refused(tmp_path: Path) -> None:
+    extra = '''
+[[profile]]
+id = "gated"
+doc = "A gate over a definition."
+report = "all"
+wellformed = "g"
+
+[[profile.clause]]
+id = "g"
+meaning = "Uses T."
+holds = "empty(T)"
+message = "g"
+'''
+    with pytest.raises(ValueError, match=r"^gated\.g: the well-formedness gate may use inputs only$"):
+        render_python(_spec(tmp_path, extra))
+
+
+def test_the_vector_search_primitives_run() -> None:
+    from tailguard.backends.vector_search import Predicates
+    from tailguard.project import spec_path
+    from tailguard.speclang.parse import parse
+
+    p = Predicates(load_spec(spec_path()))
+    case = {"history_end": 6, "tail_start": 2, "summary_input": [1, 5], "summary_covers": [2, 3],
+            "recovery_floor_span": 2, "floor_unit": "turns", "truncator_unit": "turns",
+            "prior_truncations": [[3, 4]], "prior_coverage": [], "spills": [[0, 1], [4, 6]]}
+    assert p.holds(parse("C subset I \\ TRU"), case)
+    assert not p.holds(parse("[0, n) subset covered"), case)
+    assert p.holds(parse("all(r in TR: r.lo < t) or known(floor_unit)"), case)

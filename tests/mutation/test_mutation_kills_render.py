@@ -183,7 +183,7 @@ def test_the_rendered_zoo_sentences(zoo: tuple[Spec, Any]) -> None:
     d = mod.check_case(nested, "zoo")
     assert tuple(d) == ("refuse", ("spill_in_nothing", "nested"), ((0, 6),))
     assert mod.explain("zoo", d, **mod.read_case(nested)) == [
-        "spill_in_nothing: spills nothing and coverage [0, 5), holes [0, 6)", "nested: an interval"]
+        "spill_in_nothing: spills nothing and coverage [0, 5), holes [0, 6)", "nested: nested: an interval"]
     assert tuple(mod.check_case({**fine, "tail_start": 1}, "zoo")) == ("refuse", ("some_early",), ())
 
 

@@ -18,7 +18,7 @@ from tailguard.reference import reference
 from tests.strategies import any_cases, well_formed_cases
 
 PROFILES = ("seed", "strict", "partitioned")
-_FEW = settings(max_examples=250, deadline=None, database=None, derandomize=True,
+_FEW = settings(max_examples=150, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -35,8 +35,15 @@ wellformed = "sane"
 [[profile.clause]]
 id = "sane"
 meaning = "Inputs only."
-holds = "min(n, t) >= 0 and min(t, n) <= n"
+holds = "min(n, t) >= 0 and min(t, n) <= n and all(r in TR: empty(r & [n, n)))"
 message = "not sane ({why})"
+
+[[profile.clause]]
+id = "honest_c"
+meaning = "Holes that are the difference of the two sides (one scan gives both), not the last clause."
+holds = "C subset I"
+holes = "C \\\\ I"
+message = "C {C} outside I {I}: {holes}"
 
 [[profile.clause]]
 id = "cover_empty"
@@ -86,6 +93,63 @@ id = "nested"
 meaning = "Nested quantifiers."
 holds = "any(r in TR, SP: all(s in PC: empty(s & r))) or all(r in TR: all(s in TR: empty(s & r) or s.lo == r.lo))"
 message = "nested: {witness}"
+
+[[profile.clause]]
+id = "holes_union"
+meaning = "Holes with the sides of the clause, joined by | (not the difference)."
+holds = "C subset I"
+holes = "C | I"
+message = "C {C} and I {I}: {holes}"
+
+[[profile.clause]]
+id = "holes_other"
+meaning = "Holes with the right side of the clause but another left side."
+holds = "[0, n) subset union(SP) | C"
+holes = "T \\\\ (union(SP) | C)"
+message = "tail holes {holes}"
+
+[[profile.clause]]
+id = "look_lo"
+meaning = "Four operands, lo twice: not the bounds pattern."
+holds = "all(r in TR: 0 <= r.lo <= r.lo <= n)"
+message = "look_lo {witness}"
+
+[[profile.clause]]
+id = "look_hi"
+meaning = "Four operands, hi twice: not the bounds pattern."
+holds = "all(r in SP: 0 <= r.hi <= r.hi <= n)"
+message = "look_hi {witness}"
+
+[[profile.clause]]
+id = "look_var"
+meaning = "The lower bound uses the variable: not the bounds pattern."
+holds = "all(r in PC: r.lo <= r.lo <= r.hi <= n)"
+message = "look_var {witness}"
+
+[[profile.clause]]
+id = "look_other"
+meaning = "Fields of another interval: not the bounds pattern."
+holds = "all(r in PC: 0 <= C.lo <= C.hi <= n) and all(r in SP: 0 <= C.lo <= r.hi <= n)"
+message = "look_other {witness}"
+
+[[profile]]
+id = "zoofirst"
+doc = "Report the first failure: holes that are the difference are not taken."
+report = "first"
+wellformed = ""
+
+[[profile.clause]]
+id = "honest_c"
+meaning = "Holes that are the difference, under report first."
+holds = "C subset I"
+holes = "C \\\\ I"
+message = "C {C} outside I {I}"
+
+[[profile.clause]]
+id = "later"
+meaning = "A later clause."
+holds = "t <= n"
+message = "t {t} past n {n}"
 '''
 
 
@@ -125,20 +189,29 @@ def _cases(k: int) -> list[dict[str, Any]]:
              "spills": [pair() for _ in range(rnd.randint(0, 3))]} for _ in range(k)]
 
 
-def test_the_rendered_zoo_profile_decides_as_the_z3_encoding(zoo: tuple[Spec, Any]) -> None:
+def _within(holes: tuple[tuple[int, int], ...], n: int) -> tuple[tuple[int, int], ...]:
+    """The holes inside [0, n): z3_decide evaluates the holes expression at those offsets only."""
+    return tuple((max(lo, 0), min(hi, n)) for lo, hi in holes if max(lo, 0) < min(hi, n))
+
+
+def test_the_rendered_zoo_profiles_decide_as_the_z3_encoding(zoo: tuple[Spec, Any]) -> None:
     pytest.importorskip("z3")
     from tailguard.backends.z3_eval import z3_decide
 
     spec, mod = zoo
-    seen: set[tuple[str, ...]] = set()
+    seen: set[tuple[str, str]] = set()
     for case in _cases(40):
-        got = mod.check_case(case, "zoo")
-        want = z3_decide(spec, "zoo", mod.read_case(case))
-        assert (got.decision, got.failed, got.holes) == (want.decision, want.failed, want.holes), case
-        seen.update((c,) for c in got.failed)
-        seen.add(("holes",) if got.holes else ("no holes",))
+        for profile in ("zoo", "zoofirst"):
+            got = mod.check_case(case, profile)
+            want = z3_decide(spec, profile, mod.read_case(case))
+            assert (got.decision, got.failed, _within(got.holes, case["history_end"])) == (
+                want.decision, want.failed, want.holes), (profile, case)
+            seen.update((profile, c) for c in got.failed)
+            seen.add((profile, "holes" if got.holes else "no holes"))
     # every clause failed somewhere (nested: in test_the_rendered_zoo_sentences), holes found and not
-    assert seen >= {(c.id,) for c in spec.profile("zoo").clauses if c.id != "nested"} | {("holes",), ("no holes",)}
+    want_seen = {(p.id, c.id) for p in spec.profiles if p.id.startswith("zoo") for c in p.clauses}
+    want_seen |= {("zoo", "holes"), ("zoo", "no holes"), ("zoofirst", "no holes")}
+    assert seen >= want_seen - {("zoo", "nested")}, want_seen - seen
 
 
 def test_the_rendered_project_profiles_are_the_generated_checker(zoo: tuple[Spec, Any]) -> None:
@@ -161,9 +234,11 @@ ZOO_CASE = {"history_end": 6, "tail_start": 2, "summary_input": [1, 5], "summary
 def test_the_rendered_zoo_sentences(zoo: tuple[Spec, Any]) -> None:
     _, mod = zoo
     d = mod.check_case(ZOO_CASE, "zoo")
-    assert tuple(d) == ("refuse", ("cover_empty", "spill_in_nothing", "c_spilled", "some_early", "chain",
-                                   "spill_clear", "vacuous_quant"), ((3, 4), (5, 6)))
+    assert tuple(d) == ("refuse", ("honest_c", "cover_empty", "spill_in_nothing", "c_spilled", "some_early", "chain",
+                                   "spill_clear", "vacuous_quant", "holes_union", "holes_other", "look_other"),
+                        ((3, 4), (5, 6)))  # the holes of the last failing clause that has holes
     assert mod.explain("zoo", d, **mod.read_case(ZOO_CASE)) == [
+        "honest_c: C [-1, 3) outside I [1, 5): [3, 4), [5, 6)",
         "cover_empty: C is [-1, 3), t is 2, unit 'Turns', witness an interval, why empty(C) or t > 3 is false",
         "spill_in_nothing: spills [0, 1), [4, 5) and coverage [-1, 3), holes [3, 4), [5, 6)",
         "c_spilled: C [-1, 3) not spilled; gaps [-1, 0), [1, 3); I minus C [3, 5)",
@@ -171,20 +246,29 @@ def test_the_rendered_zoo_sentences(zoo: tuple[Spec, Any]) -> None:
         "chain: chain broken: known(floor_unit) is false; not F > n is false",
         "spill_clear: spill [4, 5) meets the tail",
         "vacuous_quant: C [-1, 3) meets T [2, 6)",
+        "holes_union: C [-1, 3) and I [1, 5): [3, 4), [5, 6)",
+        "holes_other: tail holes [3, 4), [5, 6)",
+        "look_other: look_other [0, 1)",
     ]
+    d = mod.check_case({**ZOO_CASE, "tail_start": 9}, "zoofirst")
+    assert tuple(d) == ("refuse", ("honest_c",), ())  # the first failure only, and no holes
+    assert mod.explain("zoofirst", d, **mod.read_case(ZOO_CASE)) == ["honest_c: C [-1, 3) outside I [1, 5)"]
     insane = {**ZOO_CASE, "history_end": 1, "tail_start": -1}
     d = mod.check_case(insane, "zoo")
     assert tuple(d) == ("refuse", ("sane",), ())
     assert mod.explain("zoo", d, **mod.read_case(insane)) == ["sane: not sane (min(n, t) >= 0 is false)"]
     fine = {**ZOO_CASE, "summary_covers": [4, 4], "floor_unit": "turns", "recovery_floor_span": 1,
             "prior_truncations": [], "prior_coverage": [], "spills": []}
-    assert mod.check_case(fine, "zoo").allowed
+    assert tuple(mod.check_case(fine, "zoo")) == ("refuse", ("holes_other",), ((2, 6),))
+    assert mod.check_case(fine, "zoofirst").allowed
     nested = {**fine, "prior_truncations": [[0, 3], [1, 4]], "prior_coverage": [[0, 5]]}
     d = mod.check_case(nested, "zoo")
-    assert tuple(d) == ("refuse", ("spill_in_nothing", "nested"), ((0, 6),))
+    assert tuple(d) == ("refuse", ("spill_in_nothing", "nested", "holes_other"), ((2, 6),))
     assert mod.explain("zoo", d, **mod.read_case(nested)) == [
-        "spill_in_nothing: spills nothing and coverage [0, 5), holes [0, 6)", "nested: nested: an interval"]
-    assert tuple(mod.check_case({**fine, "tail_start": 1}, "zoo")) == ("refuse", ("some_early",), ())
+        "spill_in_nothing: spills nothing and coverage [0, 5), holes [2, 6)", "nested: nested: an interval",
+        "holes_other: tail holes [2, 6)"]
+    assert tuple(mod.check_case({**fine, "tail_start": 1}, "zoo")) == ("refuse", ("some_early", "holes_other"),
+                                                                         ((1, 6),))
 
 
 @pytest.mark.parametrize(("holds", "message"), [

@@ -70,6 +70,9 @@ class Decision(NamedTuple):
                 "holes": [list(h) for h in self.holes]}
 
 
+_ALLOW = Decision("allow", (), ())  # every allow (a tuple: immutable, so one is shared)
+
+
 class CaseError(ValueError):
     """Unusable input: ``field`` names where, ``reason`` says why."""
 
@@ -184,7 +187,7 @@ def _check_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], 
         return Decision("refuse", ('floor_reach',), ())
     if not all((not ((v_r[1] > (v_t - v_F)) and (v_r[0] < v_t))) for v_r in v_TR):  # truncation_clear: all(r in TR: not (r.hi > t - F and r.lo < t))
         return Decision("refuse", ('truncation_clear',), ())
-    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+    return Decision("refuse", tuple(failed), holes) if failed else _ALLOW
 
 
 def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -207,7 +210,7 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -226,7 +229,7 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
     if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
         holes = tuple(h_no_hole)
-    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+    return Decision("refuse", tuple(failed), holes) if failed else _ALLOW
 
 
 def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -262,7 +265,7 @@ def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int,
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -279,7 +282,7 @@ def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int,
     if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
         holes = tuple(h_no_hole)
-    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+    return Decision("refuse", tuple(failed), holes) if failed else _ALLOW
 
 
 def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -328,13 +331,22 @@ def check(profile: str, *, history_end: int, tail_start: int, summary_input: tup
     decide = _CHECKERS.get(profile) if type(profile) is str else None  # the common case
     if decide is None:
         decide = _CHECKERS[_profile(profile)]
-    v_history_end = _int(history_end, 'history_end')
-    v_tail_start = _int(tail_start, 'tail_start')
+    v_history_end = history_end if type(history_end) is int and _INT_MIN < history_end < _INT_BOUND else _int(history_end, 'history_end')
+    v_tail_start = tail_start if type(tail_start) is int and _INT_MIN < tail_start < _INT_BOUND else _int(tail_start, 'tail_start')
     v_summary_input = _pair(summary_input, 'summary_input')
     v_summary_covers = _pair(summary_covers, 'summary_covers')
-    v_recovery_floor_span = _int(recovery_floor_span, 'recovery_floor_span')
-    v_floor_unit = _unit(floor_unit, 'floor_unit')
-    v_truncator_unit = _unit(truncator_unit, 'truncator_unit')
+    v_recovery_floor_span = recovery_floor_span if type(recovery_floor_span) is int and _INT_MIN < recovery_floor_span < _INT_BOUND else _int(recovery_floor_span, 'recovery_floor_span')
+    v_floor_unit = floor_unit if type(floor_unit) is str else _unit(floor_unit, 'floor_unit')
+    v_truncator_unit = truncator_unit if type(truncator_unit) is str else _unit(truncator_unit, 'truncator_unit')
+    gate = _GATES.get(profile)  # the gate bounds every list: see _typed_pairs
+    if gate is not None:
+        f_prior_truncations = [] if (type(prior_truncations) is tuple or type(prior_truncations) is list) and not prior_truncations else _typed_pairs(prior_truncations)
+        f_prior_coverage = [] if (type(prior_coverage) is tuple or type(prior_coverage) is list) and not prior_coverage else _typed_pairs(prior_coverage)
+        f_spills = [] if (type(spills) is tuple or type(spills) is list) and not spills else _typed_pairs(spills)
+        if f_prior_truncations is not None and f_prior_coverage is not None and f_spills is not None and len(f_prior_truncations) + len(f_prior_coverage) + len(f_spills) <= MAX_INTERVALS:
+            decision = decide(v_history_end, v_tail_start, v_summary_input, v_summary_covers, v_recovery_floor_span, v_floor_unit, v_truncator_unit, f_prior_truncations, f_prior_coverage, f_spills)
+            if decision.failed != (gate,):  # the gate held: every list integer is in range
+                return decision
     v_prior_truncations = [] if (type(prior_truncations) is tuple or type(prior_truncations) is list) and not prior_truncations else _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
     v_prior_coverage = [] if (type(prior_coverage) is tuple or type(prior_coverage) is list) and not prior_coverage else _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
     v_spills = [] if (type(spills) is tuple or type(spills) is list) and not spills else _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
@@ -397,6 +409,36 @@ def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> list[tuple[int, int]] | 
     return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))
 
 
+def _typed_pairs(items: object) -> list[tuple[int, int]] | None:
+    """A list or tuple whose items are all tuples or lists of two ``int``, as a list of
+    tuples, the integers *not* tested against the digit limit; None for anything else.
+
+    Only ``check`` uses it, for a profile in ``_GATES``: that profile's gate refuses unless
+    every pair lies within bounds read under the limit, so when the gate holds every
+    integer is within it too, and when the gate refuses ``check`` reads the case again in
+    full (which raises ``CaseError`` on an integer past the limit)."""
+    if type(items) is not list and type(items) is not tuple:
+        return None
+    if len(items) < _COLUMNS:  # short: pair by pair
+        out: list[tuple[int, int]] = []
+        for item in items:
+            if (type(item) is tuple or type(item) is list) and len(item) == 2:
+                lo, hi = item
+                if type(lo) is int and type(hi) is int:
+                    out.append((lo, hi))
+                    continue
+            return None
+        return out
+    kinds = set(map(type, items))
+    if not kinds <= _PAIR_TYPES or set(map(len, items)) != {2}:
+        return None
+    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
+    if not set(map(type, los)) == _INT_TYPE == set(map(type, his)):
+        return None
+    return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))
+
+
+_GATES = {'strict': 'well_formed', 'partitioned': 'well_formed'}  # profile: its gate, when the gate bounds every pair of every list
 _PAIR_TYPES = {tuple, list}
 _COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
 _INT_TYPE = {int}

@@ -74,6 +74,21 @@ def wrappers_part(source: str) -> tuple[str, Result]:
     return ("the standard-library wrappers are the renderer's", Result("proved", detail="text compared"))
 
 
+def allow_part(source: str) -> tuple[str, Result]:
+    """``_ALLOW``, what a profile function returns when no clause failed, is assigned once, at
+    module level, to ``Decision("allow", (), ())``."""
+    tree = pyast.parse(source)
+    want = pyast.dump(pyast.parse('_ALLOW = Decision("allow", (), ())').body[0].value)  # type: ignore[attr-defined]
+    sets = [n for n in pyast.walk(tree) if isinstance(n, (pyast.Assign, pyast.AnnAssign, pyast.AugAssign))
+            and any(isinstance(t, pyast.Name) and t.id == "_ALLOW"
+                    for t in (n.targets if isinstance(n, pyast.Assign) else [n.target]))]
+    top = [n for n in tree.body if n in sets]
+    if len(sets) != 1 or len(top) != 1 or not isinstance(top[0], pyast.Assign) or pyast.dump(top[0].value) != want:
+        return ("_ALLOW", Result("counterexample",
+                                 detail='_ALLOW must be assigned once, at module level, Decision("allow", (), ())'))
+    return ("_ALLOW is the allow decision", Result("proved", detail="text compared"))
+
+
 def meets_part(source: str) -> tuple[str, Result]:
     """``_meets`` as written in the file, from ``bisect_left``'s contract, is an intersection test."""
     tree = pyast.parse(source)
@@ -353,7 +368,9 @@ def read_shape(fn: pyast.FunctionDef, tr: Translator) -> Shape:
         elif isinstance(s, pyast.AnnAssign) and pyast.unparse(s.target) in ("failed", "holes"):
             continue
         elif isinstance(s, pyast.Return):
-            want = 'Decision("refuse" if failed else "allow", tuple(failed), holes)'
+            # `_ALLOW` is Decision("allow", (), ()) (allow_part); holes is () when nothing
+            # failed, since only a clause that appended its id sets it (checked above)
+            want = 'Decision("refuse", tuple(failed), holes) if failed else _ALLOW'
             if pyast.unparse(s) != pyast.unparse(pyast.parse(f"return {want}").body[0]):
                 raise NotProvable(f"line {s.lineno}: the decision must be {want}")
         else:
@@ -431,7 +448,7 @@ def decision_parts(spec: Spec, source: str) -> Parts:
     """Every profile function of the checker source, clause by clause, against the spec."""
     tree = pyast.parse(source)
     fns = {n.name: n for n in tree.body if isinstance(n, pyast.FunctionDef)}
-    parts: Parts = [wrappers_part(source), meets_part(source)]
+    parts: Parts = [wrappers_part(source), allow_part(source), meets_part(source)]
     for prof in spec.profiles:
         fn = fns.get(f"_check_{prof.id}")
         if fn is None:

@@ -108,7 +108,9 @@ class PythonCompiler:
             case ast.SetOp(op="|", left=l, right=r):
                 return self.terms(l) + self.terms(r)
             case ast.Call(func="union", args=(x,)):
-                return [self.expr(x)]
+                # each list merged on its own first (one pass when it comes sorted, as a ledger
+                # writes it, and usually far fewer pairs): the joined merge then sorts little
+                return [self.as_set(node)]
         if self.is_pair(node):
             return [f"[{self.pair_code(node)}]"]
         return [self.as_set(node)]
@@ -283,7 +285,7 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append(f"        failed.append({cl.id!r})")
         if cl.holes is not None:
             out.append(f"        holes = tuple({c.as_set(cl.holes)})")
-    out.append('    return Decision("refuse" if failed else "allow", tuple(failed), holes)')
+    out.append('    return Decision("refuse", tuple(failed), holes) if failed else _ALLOW')
     out.append("")
     out.append("")
 
@@ -409,6 +411,9 @@ def render_python(spec: Spec) -> str:
         '                "holes": [list(h) for h in self.holes]}',
         "",
         "",
+        "_ALLOW = Decision(\"allow\", (), ())  # every allow (a tuple: immutable, so one is shared)",
+        "",
+        "",
         "class CaseError(ValueError):",
         '    """Unusable input: ``field`` names where, ``reason`` says why."""',
         "",
@@ -433,9 +438,17 @@ def render_python(spec: Spec) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _reading_lines(spec: Spec) -> list[str]:
+#: a scalar field read inline when it is plainly of its type (``check``: no call), else by
+#: its reader, which takes every other value (``{v}``: the argument, ``{r}``: the reader call)
+_INLINE = {
+    "int": "{v} if type({v}) is int and _INT_MIN < {v} < _INT_BOUND else {r}",
+    "unit": "{v} if type({v}) is str else {r}",
+}
+
+
+def _reading_lines(spec: Spec, inline: bool = False) -> list[str]:
     """The body of ``_read``: every field read and typed, in ``FIELDS`` order (``check`` has the
-    same lines inline)."""
+    same lines inline, and with ``inline`` the common case of a scalar without a call)."""
     lines: list[str] = []
     used: list[str] = []
     for i in spec.inputs:
@@ -447,11 +460,65 @@ def _reading_lines(spec: Spec) -> list[str]:
             used.append(i.field)
         else:
             reader = {"int": "_int", "interval": "_pair", "unit": "_unit"}[i.type]
-            lines.append(f"    v_{i.field} = {reader}({i.field}, {i.field!r})")
+            call = f"{reader}({i.field}, {i.field!r})"
+            if inline and i.type in _INLINE:
+                call = _INLINE[i.type].format(v=i.field, r=call)
+            lines.append(f"    v_{i.field} = {call}")
     return lines
 
 
+def _gate_bounds_every_list(spec: Spec, prof: Profile) -> bool:
+    """Whether the profile's gate holds only when every pair of every list lies in ``[A, B]``
+    for integers ``A``, ``B`` that are read within the digit limit (a number of the spec or an
+    ``int`` input): then a case the gate lets through has every list integer within the limit,
+    and ``check`` may read the lists without the digit test (see :func:`_fast_lines`)."""
+    if not prof.wellformed:
+        return False
+    holds = prof.clause(prof.wellformed).holds
+    operands = holds.operands if isinstance(holds, ast.BoolOp) and holds.op == "and" else (holds,)
+    ints = {i.symbol for i in spec.inputs if i.type == "int"}
+    lists = {i.symbol for i in spec.inputs if i.type == "intervals"}
+
+    def read_in_limit(e: ast.Node) -> bool:
+        return isinstance(e, ast.Num) or (isinstance(e, ast.Name) and e.name in ints)
+
+    for o in operands:
+        if isinstance(o, ast.Quant) and o.kind == "all":
+            bounds = _bounds_of(o.body, o.var)
+            if bounds is not None and all(map(read_in_limit, bounds)) and lists <= set(o.sources):
+                return True
+    return False
+
+
+def _fast_lines(spec: Spec) -> list[str]:
+    """``check``'s fast path for the profiles whose gate bounds every list: the lists (lists or
+    tuples of pairs of ``int``) typed without the digit test, the decision, and the full reading
+    again only when the gate refused (the digit limit then decides between a refusal and a
+    ``CaseError``; a list or tuple reads the same twice)."""
+    lists = [i.field for i in spec.inputs if i.type == "intervals"]
+    lines = ["    gate = _GATES.get(profile)  # the gate bounds every list: see _typed_pairs",
+             "    if gate is not None:"]
+    for f in lists:
+        lines.append(f"        f_{f} = [] if (type({f}) is tuple or type({f}) is list) and not {f} "
+                     f"else _typed_pairs({f})")
+    present = " and ".join(f"f_{f} is not None" for f in lists)
+    total = " + ".join(f"len(f_{f})" for f in lists)
+    lines += [
+        f"        if {present} and {total} <= MAX_INTERVALS:",
+        "            decision = decide(" + ", ".join(
+            f"f_{i.field}" if i.type == "intervals" else f"v_{i.field}" for i in spec.inputs) + ")",
+        "            if decision.failed != (gate,):  # the gate held: every list integer is in range",
+        "                return decision",
+    ]
+    return lines
+
+
+def _is_scalar_line(spec: Spec, line: str) -> bool:
+    return not any(line.startswith(f"    v_{i.field} = ") for i in spec.inputs if i.type == "intervals")
+
+
 def _render_api(spec: Spec) -> list[str]:
+    gates = {p.id: p.wellformed for p in spec.profiles if _gate_bounds_every_list(spec, p)}
     sig = ", ".join(
         f"{i.field}: {_ARGTYPE[i.type]}" + (" = ()" if i.type == "intervals" else "") for i in spec.inputs
     )
@@ -481,7 +548,9 @@ def _render_api(spec: Spec) -> list[str]:
         "    decide = _CHECKERS.get(profile) if type(profile) is str else None  # the common case",
         "    if decide is None:",
         "        decide = _CHECKERS[_profile(profile)]",
-        *_reading_lines(spec),  # _read's lines, inline: one call fewer on every decision
+        *[line for line in _reading_lines(spec, inline=True) if _is_scalar_line(spec, line)],
+        *_fast_lines(spec),
+        *[line for line in _reading_lines(spec) if not _is_scalar_line(spec, line)],
         "    return decide(" + ", ".join(f"v_{i.field}" for i in spec.inputs) + ")",
         "",
         "",
@@ -541,6 +610,37 @@ def _render_api(spec: Spec) -> list[str]:
         "    return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))",
         "",
         "",
+        "def _typed_pairs(items: object) -> list[tuple[int, int]] | None:",
+        '    """A list or tuple whose items are all tuples or lists of two ``int``, as a list of',
+        "    tuples, the integers *not* tested against the digit limit; None for anything else.",
+        "",
+        "    Only ``check`` uses it, for a profile in ``_GATES``: that profile's gate refuses unless",
+        "    every pair lies within bounds read under the limit, so when the gate holds every",
+        "    integer is within it too, and when the gate refuses ``check`` reads the case again in",
+        '    full (which raises ``CaseError`` on an integer past the limit)."""',
+        "    if type(items) is not list and type(items) is not tuple:",
+        "        return None",
+        "    if len(items) < _COLUMNS:  # short: pair by pair",
+        "        out: list[tuple[int, int]] = []",
+        "        for item in items:",
+        "            if (type(item) is tuple or type(item) is list) and len(item) == 2:",
+        "                lo, hi = item",
+        "                if type(lo) is int and type(hi) is int:",
+        "                    out.append((lo, hi))",
+        "                    continue",
+        "            return None",
+        "        return out",
+        "    kinds = set(map(type, items))",
+        "    if not kinds <= _PAIR_TYPES or set(map(len, items)) != {2}:",
+        "        return None",
+        "    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10",
+        "    if not set(map(type, los)) == _INT_TYPE == set(map(type, his)):",
+        "        return None",
+        "    return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))",
+        "",
+        "",
+        "_GATES = {" + ", ".join(f"{p!r}: {g!r}" for p, g in gates.items()) + "}"
+        "  # profile: its gate, when the gate bounds every pair of every list",
         "_PAIR_TYPES = {tuple, list}",
         "_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair",
         "_INT_TYPE = {int}",

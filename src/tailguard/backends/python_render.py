@@ -107,7 +107,7 @@ class PythonCompiler:
         match node:
             case ast.SetOp(op="|", left=l, right=r):
                 return self.terms(l) + self.terms(r)
-            case ast.Call(func="union", args=(x,)):
+            case ast.Call(func="union"):
                 # each list merged on its own first (one pass when it comes sorted, as a ledger
                 # writes it, and usually far fewer pairs): the joined merge then sorts little
                 return [self.as_set(node)]

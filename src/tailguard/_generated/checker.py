@@ -71,6 +71,7 @@ class Decision(NamedTuple):
 
 
 _ALLOW = Decision("allow", (), ())  # every allow (a tuple: immutable, so one is shared)
+_new = tuple.__new__  # _new(Decision, (decision, failed, holes)): Decision(...) without its Python call
 
 
 class CaseError(ValueError):
@@ -128,6 +129,8 @@ def _gaps(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int
 def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
     an adapter writes them), else a sort and the same pass."""
+    if not items:  # no pairs: nothing to merge (a case without prior compactions)
+        return []
     out = _merge_run(items)
     if out is None:
         out = _merge_run(sorted(items))
@@ -187,7 +190,7 @@ def _check_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], 
         return Decision("refuse", ('floor_reach',), ())
     if not all((not ((v_r[1] > (v_t - v_F)) and (v_r[0] < v_t))) for v_r in v_TR):  # truncation_clear: all(r in TR: not (r.hi > t - F and r.lo < t))
         return Decision("refuse", ('truncation_clear',), ())
-    return Decision("refuse", tuple(failed), holes) if failed else _ALLOW
+    return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW
 
 
 def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -204,7 +207,7 @@ def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
 
 def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
@@ -229,7 +232,7 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
     if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
         holes = tuple(h_no_hole)
-    return Decision("refuse", tuple(failed), holes) if failed else _ALLOW
+    return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW
 
 
 def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -239,7 +242,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     v_Phi = (max(0, (v_n - v_F)), v_n)
     v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
-        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
         out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
     if 'floor_in_input' in failed:
@@ -259,7 +262,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
 
 def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
@@ -282,7 +285,7 @@ def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int,
     if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
         holes = tuple(h_no_hole)
-    return Decision("refuse", tuple(failed), holes) if failed else _ALLOW
+    return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW
 
 
 def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -292,7 +295,7 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     v_Phi = (max(0, (v_n - v_F)), v_n)
     v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
-        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
         out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
     if 'floor_in_tail' in failed:

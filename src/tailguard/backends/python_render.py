@@ -181,7 +181,7 @@ class PythonCompiler:
                 # all(r in ...: A <= r.lo <= r.hi <= B): each interval by endpoints, each list by columns
                 low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
                 parts = [f"({low} <= {_var(s)}[0] <= {_var(s)}[1] <= {high})" if self.env[s] == "interval"
-                         else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
+                         else f"(not {_var(s)} or _bounded({_var(s)}, {low}, {high}))" for s in srcs]
                 return "(" + " and ".join(parts) + ")"
             case ast.Quant(kind="all", var=v, sources=(src,),
                            body=ast.Call(func="empty", args=(ast.SetOp(op="&", left=ast.Name(name=rv), right=j),)),
@@ -285,7 +285,7 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append(f"        failed.append({cl.id!r})")
         if cl.holes is not None:
             out.append(f"        holes = tuple({c.as_set(cl.holes)})")
-    out.append('    return Decision("refuse", tuple(failed), holes) if failed else _ALLOW')
+    out.append('    return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW')
     out.append("")
     out.append("")
 
@@ -412,6 +412,7 @@ def render_python(spec: Spec) -> str:
         "",
         "",
         "_ALLOW = Decision(\"allow\", (), ())  # every allow (a tuple: immutable, so one is shared)",
+        "_new = tuple.__new__  # _new(Decision, (decision, failed, holes)): Decision(...) without its Python call",
         "",
         "",
         "class CaseError(ValueError):",

@@ -223,6 +223,8 @@ MERGED_PY = '''\
 def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
     an adapter writes them), else a sort and the same pass."""
+    if not items:  # no pairs: nothing to merge (a case without prior compactions)
+        return []
     out = _merge_run(items)
     if out is None:
         out = _merge_run(sorted(items))

@@ -80,3 +80,41 @@ def test_lists_and_tuples_of_int_subclasses_or_bools_take_the_full_reading() -> 
     assert check("strict", **case) == _full("strict", {**BASE, "prior_truncations": [(0, 3)] * 40})
     with pytest.raises(CaseError, match=r"^prior_coverage\[33\]\[0\]: expected an integer, got bool"):
         check("strict", **BASE, prior_coverage=[(0, 1)] * 33 + [(True, 2)])
+
+
+class _Pair(tuple):  # type: ignore[type-arg]
+    """A tuple subclass (a namedtuple is one): read as its plain pair."""
+
+
+class _Int(int):
+    """An int subclass: read as its plain value."""
+
+
+def _odd_items() -> list[tuple[str, Any]]:
+    return [("float", (0, 1.5)), ("bool", (True, 2)), ("str item", "01"), ("list item", [0, 1]),
+            ("three", (0, 1, 2)), ("one", (0,)), ("None", None), ("dict", {0: 1, 2: 3}),
+            ("tuple subclass", _Pair((0, 1))), ("int subclass", (_Int(0), 1)),
+            ("str pair", ("0", "1")), ("nan", (0, float("nan")))]
+
+
+@pytest.mark.parametrize("profile", checker.PROFILES)
+@pytest.mark.parametrize("length", [1, 2, 31, 32, 33, 100])
+@pytest.mark.parametrize(("what", "odd"), _odd_items(), ids=[w for w, _ in _odd_items()])
+def test_any_item_decides_or_fails_as_the_full_reading(profile: str, length: int, what: str, odd: Any) -> None:
+    """``check`` hands lists and tuples to the decision unread: whatever an item is, the outcome
+    (a decision, or the CaseError with its field and reason) is the full reading's."""
+    for field in FIELDS:
+        for at in {0, length // 2, length - 1}:
+            for kind in (list, tuple):
+                items = [(i, i + 1) for i in range(length)]
+                items[at] = odd
+                case = {**BASE, field: kind(items)}
+                try:
+                    want: Any = _full(profile, case)
+                except CaseError as exc:
+                    want = ("CaseError", exc.field, exc.reason)
+                try:
+                    got: Any = check(profile, **case)
+                except CaseError as exc:
+                    got = ("CaseError", exc.field, exc.reason)
+                assert got == want, (what, field, at, kind)

@@ -15,8 +15,6 @@ from __future__ import annotations
 import reprlib as _reprlib
 from bisect import bisect_left as _bisect_left
 from collections.abc import Callable, Iterable, Mapping
-from itertools import starmap as _starmap
-from operator import itemgetter as _itemgetter
 from operator import le as _le
 from typing import Any, NamedTuple
 
@@ -153,20 +151,29 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     return start < stop and j >= 0 and items[j][1] > start
 
 
-_first = _itemgetter(0)
-_second = _itemgetter(1)
-
-
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
-    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (long lists by
-    builtins: ``lo <= hi`` pair by pair, the least start and the greatest end)."""
+    """Every item of ``items`` is a pair ``(lo, hi)`` with ``low <= lo <= hi <= high``: a tuple
+    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``; long lists
+    by builtins, one pass each: the item types, their lengths, the two columns' types, ``lo <=
+    hi`` pair by pair, the least start and the greatest end)."""
     if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
-        for lo, hi in items:
-            if not low <= lo <= hi <= high:
+        for item in items:
+            if type(item) is not tuple or len(item) != 2:
+                return False
+            lo, hi = item
+            if type(lo) is not int or type(hi) is not int or not low <= lo <= hi <= high:
                 return False
         return True
-    return (all(_starmap(_le, items)) and low <= min(map(_first, items))
-            and max(map(_second, items)) <= high)
+    if set(map(type, items)) != _TUPLE_TYPE or set(map(len, items)) != _PAIR_LEN:
+        return False
+    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
+    return (set(map(type, los)) == _INT_TYPE == set(map(type, his)) and all(map(_le, los, his))
+            and low <= min(los) and max(his) <= high)
+
+
+_PAIR_LEN = {2}
+_INT_TYPE = {int}
+_TUPLE_TYPE = {tuple}
 
 
 def _fmt_set(s: list[tuple[int, int]]) -> str:
@@ -341,15 +348,11 @@ def check(profile: str, *, history_end: int, tail_start: int, summary_input: tup
     v_recovery_floor_span = recovery_floor_span if type(recovery_floor_span) is int and _INT_MIN < recovery_floor_span < _INT_BOUND else _int(recovery_floor_span, 'recovery_floor_span')
     v_floor_unit = floor_unit if type(floor_unit) is str else _unit(floor_unit, 'floor_unit')
     v_truncator_unit = truncator_unit if type(truncator_unit) is str else _unit(truncator_unit, 'truncator_unit')
-    gate = _GATES.get(profile)  # the gate bounds every list: see _typed_pairs
-    if gate is not None:
-        f_prior_truncations = [] if (type(prior_truncations) is tuple or type(prior_truncations) is list) and not prior_truncations else _typed_pairs(prior_truncations)
-        f_prior_coverage = [] if (type(prior_coverage) is tuple or type(prior_coverage) is list) and not prior_coverage else _typed_pairs(prior_coverage)
-        f_spills = [] if (type(spills) is tuple or type(spills) is list) and not spills else _typed_pairs(spills)
-        if f_prior_truncations is not None and f_prior_coverage is not None and f_spills is not None and len(f_prior_truncations) + len(f_prior_coverage) + len(f_spills) <= MAX_INTERVALS:
-            decision = decide(v_history_end, v_tail_start, v_summary_input, v_summary_covers, v_recovery_floor_span, v_floor_unit, v_truncator_unit, f_prior_truncations, f_prior_coverage, f_spills)
-            if decision.failed != (gate,):  # the gate held: every list integer is in range
-                return decision
+    gate = _GATES.get(profile)  # the gate types and bounds every list: see _bounded
+    if gate is not None and (type(prior_truncations) is list or type(prior_truncations) is tuple) and (type(prior_coverage) is list or type(prior_coverage) is tuple) and (type(spills) is list or type(spills) is tuple) and len(prior_truncations) + len(prior_coverage) + len(spills) <= MAX_INTERVALS:
+        decision = decide(v_history_end, v_tail_start, v_summary_input, v_summary_covers, v_recovery_floor_span, v_floor_unit, v_truncator_unit, prior_truncations, prior_coverage, spills)  # type: ignore[arg-type]
+        if decision.failed != (gate,):  # the gate held: every list is pairs of int in range
+            return decision
     v_prior_truncations = [] if (type(prior_truncations) is tuple or type(prior_truncations) is list) and not prior_truncations else _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
     v_prior_coverage = [] if (type(prior_coverage) is tuple or type(prior_coverage) is list) and not prior_coverage else _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
     v_spills = [] if (type(spills) is tuple or type(spills) is list) and not spills else _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
@@ -412,40 +415,9 @@ def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> list[tuple[int, int]] | 
     return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))
 
 
-def _typed_pairs(items: object) -> list[tuple[int, int]] | None:
-    """A list or tuple whose items are all tuples or lists of two ``int``, as a list of
-    tuples, the integers *not* tested against the digit limit; None for anything else.
-
-    Only ``check`` uses it, for a profile in ``_GATES``: that profile's gate refuses unless
-    every pair lies within bounds read under the limit, so when the gate holds every
-    integer is within it too, and when the gate refuses ``check`` reads the case again in
-    full (which raises ``CaseError`` on an integer past the limit)."""
-    if type(items) is not list and type(items) is not tuple:
-        return None
-    if len(items) < _COLUMNS:  # short: pair by pair
-        out: list[tuple[int, int]] = []
-        for item in items:
-            if (type(item) is tuple or type(item) is list) and len(item) == 2:
-                lo, hi = item
-                if type(lo) is int and type(hi) is int:
-                    out.append((lo, hi))
-                    continue
-            return None
-        return out
-    kinds = set(map(type, items))
-    if not kinds <= _PAIR_TYPES or set(map(len, items)) != {2}:
-        return None
-    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
-    if not set(map(type, los)) == _INT_TYPE == set(map(type, his)):
-        return None
-    return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))
-
-
 _GATES = {'strict': 'well_formed', 'partitioned': 'well_formed'}  # profile: its gate, when the gate bounds every pair of every list
 _PAIR_TYPES = {tuple, list}
 _COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
-_INT_TYPE = {int}
-_TUPLE_TYPE = {tuple}
 
 
 def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:

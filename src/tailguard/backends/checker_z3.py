@@ -11,8 +11,10 @@ In the translation each call of an algorithm gets the meaning T18 proves for it
 a normal list; ``_gaps(lo, hi, S)`` ``[lo, hi) \\ S`` as a normal list, when S is one; ``_meets``
 an intersection test (its body is read and proved here from the contract of ``bisect_left``);
 ``_bounded`` a bound on every pair (the standard library's ``min``/``max``/``all``: its text is
-compared with the renderer's). A call whose precondition is not met (``_gaps`` of a list that is
-not normal) is a failure, not an assumption.
+compared with the renderer's; its type tests hold on every list of pairs of integers, which is
+what the symbolic case is, and make it refuse anything else, which ``check`` relies on).
+A call whose precondition is not met (``_gaps`` of a list that is not normal) is a failure,
+not an assumption.
 
 Only the proofs import this module (it needs z3).
 """
@@ -77,7 +79,9 @@ def wrappers_part(source: str) -> tuple[str, Result]:
 #: module constants a profile function's return uses, each assigned once at module level to
 #: exactly this: the allow decision, and ``tuple.__new__`` (``_new(Decision, (d, f, h))`` is
 #: ``Decision(d, f, h)`` without the Python-level ``__new__`` of a NamedTuple)
-CONSTANTS = {"_ALLOW": 'Decision("allow", (), ())', "_new": "tuple.__new__"}
+#: and the type sets ``_bounded`` compares with
+CONSTANTS = {"_ALLOW": 'Decision("allow", (), ())', "_new": "tuple.__new__",
+             "_PAIR_LEN": "{2}", "_INT_TYPE": "{int}", "_TUPLE_TYPE": "{tuple}"}
 
 
 def constants_part(source: str) -> tuple[str, Result]:

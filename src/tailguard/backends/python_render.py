@@ -368,8 +368,6 @@ def render_python(spec: Spec) -> str:
         "import reprlib as _reprlib",
         "from bisect import bisect_left as _bisect_left",
         "from collections.abc import Callable, Iterable, Mapping",
-        "from itertools import starmap as _starmap",
-        "from operator import itemgetter as _itemgetter",
         "from operator import le as _le",
         "from typing import Any, NamedTuple",
         "",
@@ -471,8 +469,9 @@ def _reading_lines(spec: Spec, inline: bool = False) -> list[str]:
 def _gate_bounds_every_list(spec: Spec, prof: Profile) -> bool:
     """Whether the profile's gate holds only when every pair of every list lies in ``[A, B]``
     for integers ``A``, ``B`` that are read within the digit limit (a number of the spec or an
-    ``int`` input): then a case the gate lets through has every list integer within the limit,
-    and ``check`` may read the lists without the digit test (see :func:`_fast_lines`)."""
+    ``int`` input), each list tested by ``_bounded`` (which also types its items): then a case
+    the gate lets through has lists of pairs of ``int`` within the limit, and ``check`` may skip
+    reading them (see :func:`_fast_lines`)."""
     if not prof.wellformed:
         return False
     holds = prof.clause(prof.wellformed).holds
@@ -492,26 +491,23 @@ def _gate_bounds_every_list(spec: Spec, prof: Profile) -> bool:
 
 
 def _fast_lines(spec: Spec) -> list[str]:
-    """``check``'s fast path for the profiles whose gate bounds every list: the lists (lists or
-    tuples of pairs of ``int``) typed without the digit test, the decision, and the full reading
-    again only when the gate refused (the digit limit then decides between a refusal and a
-    ``CaseError``; a list or tuple reads the same twice)."""
+    """``check``'s fast path for the profiles whose gate bounds every list (``_GATES``): lists
+    and tuples go to the decision unread, since its gate's ``_bounded`` refuses unless every item
+    is a tuple of two ``int`` within bounds read under the digit limit; when the gate refuses,
+    the full reading below runs (it raises ``CaseError`` on a bad item or an integer past the
+    limit, else the decision is made again on what it read; a list or tuple reads the same
+    twice)."""
     lists = [i.field for i in spec.inputs if i.type == "intervals"]
-    lines = ["    gate = _GATES.get(profile)  # the gate bounds every list: see _typed_pairs",
-             "    if gate is not None:"]
-    for f in lists:
-        lines.append(f"        f_{f} = [] if (type({f}) is tuple or type({f}) is list) and not {f} "
-                     f"else _typed_pairs({f})")
-    present = " and ".join(f"f_{f} is not None" for f in lists)
-    total = " + ".join(f"len(f_{f})" for f in lists)
-    lines += [
-        f"        if {present} and {total} <= MAX_INTERVALS:",
-        "            decision = decide(" + ", ".join(
-            f"f_{i.field}" if i.type == "intervals" else f"v_{i.field}" for i in spec.inputs) + ")",
-        "            if decision.failed != (gate,):  # the gate held: every list integer is in range",
-        "                return decision",
+    kinds = " and ".join(f"(type({f}) is list or type({f}) is tuple)" for f in lists)
+    total = " + ".join(f"len({f})" for f in lists)
+    return [
+        "    gate = _GATES.get(profile)  # the gate types and bounds every list: see _bounded",
+        f"    if gate is not None and {kinds} and {total} <= MAX_INTERVALS:",
+        "        decision = decide(" + ", ".join(
+            i.field if i.type == "intervals" else f"v_{i.field}" for i in spec.inputs) + ")  # type: ignore[arg-type]",
+        "        if decision.failed != (gate,):  # the gate held: every list is pairs of int in range",
+        "            return decision",
     ]
-    return lines
 
 
 def _is_scalar_line(spec: Spec, line: str) -> bool:
@@ -611,41 +607,10 @@ def _render_api(spec: Spec) -> list[str]:
         "    return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))",
         "",
         "",
-        "def _typed_pairs(items: object) -> list[tuple[int, int]] | None:",
-        '    """A list or tuple whose items are all tuples or lists of two ``int``, as a list of',
-        "    tuples, the integers *not* tested against the digit limit; None for anything else.",
-        "",
-        "    Only ``check`` uses it, for a profile in ``_GATES``: that profile's gate refuses unless",
-        "    every pair lies within bounds read under the limit, so when the gate holds every",
-        "    integer is within it too, and when the gate refuses ``check`` reads the case again in",
-        '    full (which raises ``CaseError`` on an integer past the limit)."""',
-        "    if type(items) is not list and type(items) is not tuple:",
-        "        return None",
-        "    if len(items) < _COLUMNS:  # short: pair by pair",
-        "        out: list[tuple[int, int]] = []",
-        "        for item in items:",
-        "            if (type(item) is tuple or type(item) is list) and len(item) == 2:",
-        "                lo, hi = item",
-        "                if type(lo) is int and type(hi) is int:",
-        "                    out.append((lo, hi))",
-        "                    continue",
-        "            return None",
-        "        return out",
-        "    kinds = set(map(type, items))",
-        "    if not kinds <= _PAIR_TYPES or set(map(len, items)) != {2}:",
-        "        return None",
-        "    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10",
-        "    if not set(map(type, los)) == _INT_TYPE == set(map(type, his)):",
-        "        return None",
-        "    return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))",
-        "",
-        "",
         "_GATES = {" + ", ".join(f"{p!r}: {g!r}" for p, g in gates.items()) + "}"
         "  # profile: its gate, when the gate bounds every pair of every list",
         "_PAIR_TYPES = {tuple, list}",
         "_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair",
-        "_INT_TYPE = {int}",
-        "_TUPLE_TYPE = {tuple}",
         "",
         "",
         "def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:",
@@ -753,6 +718,5 @@ _PYTYPE = {
 
 def _primitives_source() -> str:
     """The helper code clause predicates run with, imports included (the vector search)."""
-    return ("from bisect import bisect_left as _bisect_left\nfrom itertools import starmap as _starmap\n"
-            "from operator import itemgetter as _itemgetter\nfrom operator import le as _le\n\n\n"
+    return ("from bisect import bisect_left as _bisect_left\nfrom operator import le as _le\n\n\n"
             + _algorithms_source())

@@ -11,8 +11,10 @@ In the translation each call of an algorithm gets the meaning T18 proves for it
 a normal list; ``_gaps(lo, hi, S)`` ``[lo, hi) \\ S`` as a normal list, when S is one; ``_meets``
 an intersection test (its body is read and proved here from the contract of ``bisect_left``);
 ``_bounded`` a bound on every pair (the standard library's ``min``/``max``/``all``: its text is
-compared with the renderer's). A call whose precondition is not met (``_gaps`` of a list that is
-not normal) is a failure, not an assumption.
+compared with the renderer's; its type tests hold on every list of pairs of integers, which is
+what the symbolic case is, and make it refuse anything else, which ``check`` relies on).
+A call whose precondition is not met (``_gaps`` of a list that is not normal) is a failure,
+not an assumption.
 
 Only the proofs import this module (it needs z3).
 """
@@ -72,6 +74,32 @@ def wrappers_part(source: str) -> tuple[str, Result]:
             return (f"{name} is the renderer's", Result(
                 "counterexample", detail=f"{name} in the checker file differs from backends/scan_ir.MERGED_PY"))
     return ("the standard-library wrappers are the renderer's", Result("proved", detail="text compared"))
+
+
+#: module constants a profile function's return uses, each assigned once at module level to
+#: exactly this: the allow decision, and ``tuple.__new__`` (``_new(Decision, (d, f, h))`` is
+#: ``Decision(d, f, h)`` without the Python-level ``__new__`` of a NamedTuple)
+#: and the type sets ``_bounded`` compares with
+CONSTANTS = {"_ALLOW": 'Decision("allow", (), ())', "_new": "tuple.__new__",
+             "_PAIR_LEN": "{2}", "_INT_TYPE": "{int}", "_TUPLE_TYPE": "{tuple}"}
+
+
+def constants_part(source: str) -> tuple[str, Result]:
+    """Every name of :data:`CONSTANTS` is assigned once, at module level, to its text."""
+    tree = pyast.parse(source)
+    for name, text in CONSTANTS.items():
+        want = pyast.dump(pyast.parse(text, mode="eval").body)
+        sets = [n for n in pyast.walk(tree) if isinstance(n, (pyast.Assign, pyast.AnnAssign, pyast.AugAssign))
+                and any(isinstance(t, pyast.Name) and t.id == name
+                        for t in (n.targets if isinstance(n, pyast.Assign) else [n.target]))]
+        top = [n for n in tree.body if n in sets]
+        if (len(sets) != 1 or len(top) != 1 or not isinstance(top[0], pyast.Assign)
+                or pyast.dump(top[0].value) != want):
+            return (name, Result("counterexample", detail=f"{name} must be assigned once, at module level, {text}"))
+        defs = [n for n in pyast.walk(tree) if isinstance(n, (pyast.FunctionDef, pyast.ClassDef)) and n.name == name]
+        if defs:
+            return (name, Result("counterexample", detail=f"{name} is also defined by a def or class"))
+    return ("the module constants of the decision are the renderer's", Result("proved", detail="text compared"))
 
 
 def meets_part(source: str) -> tuple[str, Result]:
@@ -210,6 +238,8 @@ class Translator:
                 return z3.And(terms) if isinstance(op, pyast.And) else z3.Or(terms)
             case pyast.UnaryOp(op=pyast.Not(), operand=o):
                 v = self.value(o)
+                if isinstance(v, RawList):  # `not L` for an input list: it has no pairs
+                    return v.zl.length == 0
                 if isinstance(v, SetVal):
                     if not v.normal:
                         raise NotProvable(f"line {node.lineno}: emptiness of a list that is not normal")
@@ -226,6 +256,10 @@ class Translator:
 
     def bool(self, node: pyast.expr) -> Any:
         v = self.value(node)
+        if isinstance(v, RawList):  # the truth of an input list: it has a pair
+            return v.zl.length > 0
+        if isinstance(v, tuple):
+            raise NotProvable(f"line {node.lineno}: the truth of a pair")
         if isinstance(v, SetVal):
             if not v.normal:
                 raise NotProvable(f"line {node.lineno}: truth of a list that is not normal")
@@ -353,7 +387,9 @@ def read_shape(fn: pyast.FunctionDef, tr: Translator) -> Shape:
         elif isinstance(s, pyast.AnnAssign) and pyast.unparse(s.target) in ("failed", "holes"):
             continue
         elif isinstance(s, pyast.Return):
-            want = 'Decision("refuse" if failed else "allow", tuple(failed), holes)'
+            # `_ALLOW` is Decision("allow", (), ()) (allow_part); holes is () when nothing
+            # failed, since only a clause that appended its id sets it (checked above)
+            want = '_new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW'
             if pyast.unparse(s) != pyast.unparse(pyast.parse(f"return {want}").body[0]):
                 raise NotProvable(f"line {s.lineno}: the decision must be {want}")
         else:
@@ -431,7 +467,7 @@ def decision_parts(spec: Spec, source: str) -> Parts:
     """Every profile function of the checker source, clause by clause, against the spec."""
     tree = pyast.parse(source)
     fns = {n.name: n for n in tree.body if isinstance(n, pyast.FunctionDef)}
-    parts: Parts = [wrappers_part(source), meets_part(source)]
+    parts: Parts = [wrappers_part(source), constants_part(source), meets_part(source)]
     for prof in spec.profiles:
         fn = fns.get(f"_check_{prof.id}")
         if fn is None:

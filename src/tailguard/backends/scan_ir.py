@@ -223,6 +223,8 @@ MERGED_PY = '''\
 def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
     an adapter writes them), else a sort and the same pass."""
+    if not items:  # no pairs: nothing to merge (a case without prior compactions)
+        return []
     out = _merge_run(items)
     if out is None:
         out = _merge_run(sorted(items))
@@ -245,20 +247,29 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     return start < stop and j >= 0 and items[j][1] > start
 
 
-_first = _itemgetter(0)
-_second = _itemgetter(1)
-
-
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
-    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (long lists by
-    builtins: ``lo <= hi`` pair by pair, the least start and the greatest end)."""
+    """Every item of ``items`` is a pair ``(lo, hi)`` with ``low <= lo <= hi <= high``: a tuple
+    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``; long lists
+    by builtins, one pass each: the item types, their lengths, the two columns' types, ``lo <=
+    hi`` pair by pair, the least start and the greatest end)."""
     if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
-        for lo, hi in items:
-            if not low <= lo <= hi <= high:
+        for item in items:
+            if type(item) is not tuple or len(item) != 2:
+                return False
+            lo, hi = item
+            if type(lo) is not int or type(hi) is not int or not low <= lo <= hi <= high:
                 return False
         return True
-    return (all(_starmap(_le, items)) and low <= min(map(_first, items))
-            and max(map(_second, items)) <= high)
+    if set(map(type, items)) != _TUPLE_TYPE or set(map(len, items)) != _PAIR_LEN:
+        return False
+    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
+    return (set(map(type, los)) == _INT_TYPE == set(map(type, his)) and all(map(_le, los, his))
+            and low <= min(los) and max(his) <= high)
+
+
+_PAIR_LEN = {2}
+_INT_TYPE = {int}
+_TUPLE_TYPE = {tuple}
 '''
 
 MERGED_JS = '''\

@@ -132,6 +132,18 @@ meaning = "Fields of another interval: not the bounds pattern."
 holds = "all(r in PC: 0 <= C.lo <= C.hi <= n) and all(r in SP: 0 <= C.lo <= r.hi <= n)"
 message = "look_other {witness}"
 
+[[profile.clause]]
+id = "nested_all"
+meaning = "A witness of an all whose body is another all."
+holds = "all(r in TR: all(s in PC: empty(s & r)))"
+message = "nested_all {witness}"
+
+[[profile.clause]]
+id = "spill_floor"
+meaning = "A witness over a definition no placeholder names."
+holds = "all(r in SP: empty(r & Phi))"
+message = "spill {witness} meets the floor"
+
 [[profile]]
 id = "zoofirst"
 doc = "Report the first failure: holes that are the difference are not taken."
@@ -150,6 +162,18 @@ id = "later"
 meaning = "A later clause."
 holds = "t <= n"
 message = "t {t} past n {n}"
+
+[[profile]]
+id = "zoowhy"
+doc = "A why over a definition no placeholder names, in a profile of its own (zoo's witnesses name it)."
+report = "all"
+wellformed = ""
+
+[[profile.clause]]
+id = "why_floor"
+meaning = "A why over a definition no placeholder names."
+holds = "n < 0 or empty(Phi)"
+message = "floor: {why}"
 '''
 
 
@@ -201,7 +225,7 @@ def test_the_rendered_zoo_profiles_decide_as_the_z3_encoding(zoo: tuple[Spec, An
     spec, mod = zoo
     seen: set[tuple[str, str]] = set()
     for case in _cases(40):
-        for profile in ("zoo", "zoofirst"):
+        for profile in ("zoo", "zoofirst", "zoowhy"):
             got = mod.check_case(case, profile)
             want = z3_decide(spec, profile, mod.read_case(case))
             assert (got.decision, got.failed, _within(got.holes, case["history_end"])) == (
@@ -210,7 +234,7 @@ def test_the_rendered_zoo_profiles_decide_as_the_z3_encoding(zoo: tuple[Spec, An
             seen.add((profile, "holes" if got.holes else "no holes"))
     # every clause failed somewhere (nested: in test_the_rendered_zoo_sentences), holes found and not
     want_seen = {(p.id, c.id) for p in spec.profiles if p.id.startswith("zoo") for c in p.clauses}
-    want_seen |= {("zoo", "holes"), ("zoo", "no holes"), ("zoofirst", "no holes")}
+    want_seen |= {("zoo", "holes"), ("zoo", "no holes"), ("zoofirst", "no holes"), ("zoowhy", "no holes")}
     assert seen >= want_seen - {("zoo", "nested")}, want_seen - seen
 
 
@@ -235,7 +259,8 @@ def test_the_rendered_zoo_sentences(zoo: tuple[Spec, Any]) -> None:
     _, mod = zoo
     d = mod.check_case(ZOO_CASE, "zoo")
     assert tuple(d) == ("refuse", ("honest_c", "cover_empty", "spill_in_nothing", "c_spilled", "some_early", "chain",
-                                   "spill_clear", "vacuous_quant", "holes_union", "holes_other", "look_other"),
+                                   "spill_clear", "vacuous_quant", "holes_union", "holes_other", "look_other",
+                                   "spill_floor"),
                         ((3, 4), (5, 6)))  # the holes of the last failing clause that has holes
     assert mod.explain("zoo", d, **mod.read_case(ZOO_CASE)) == [
         "honest_c: C [-1, 3) outside I [1, 5): [3, 4), [5, 6)",
@@ -249,7 +274,11 @@ def test_the_rendered_zoo_sentences(zoo: tuple[Spec, Any]) -> None:
         "holes_union: C [-1, 3) and I [1, 5): [3, 4), [5, 6)",
         "holes_other: tail holes [3, 4), [5, 6)",
         "look_other: look_other [0, 1)",
+        "spill_floor: spill [4, 5) meets the floor",
     ]
+    d = mod.check_case(ZOO_CASE, "zoowhy")
+    assert tuple(d) == ("refuse", ("why_floor",), ())
+    assert mod.explain("zoowhy", d, **mod.read_case(ZOO_CASE)) == ["why_floor: floor: n < 0 or empty(Phi) is false"]
     d = mod.check_case({**ZOO_CASE, "tail_start": 9}, "zoofirst")
     assert tuple(d) == ("refuse", ("honest_c",), ())  # the first failure only, and no holes
     assert mod.explain("zoofirst", d, **mod.read_case(ZOO_CASE)) == ["honest_c: C [-1, 3) outside I [1, 5)"]
@@ -257,16 +286,16 @@ def test_the_rendered_zoo_sentences(zoo: tuple[Spec, Any]) -> None:
     d = mod.check_case(insane, "zoo")
     assert tuple(d) == ("refuse", ("sane",), ())
     assert mod.explain("zoo", d, **mod.read_case(insane)) == ["sane: not sane (min(n, t) >= 0 is false)"]
-    fine = {**ZOO_CASE, "summary_covers": [4, 4], "floor_unit": "turns", "recovery_floor_span": 1,
+    fine = {**ZOO_CASE, "summary_covers": [4, 4], "floor_unit": "turns", "recovery_floor_span": 0,
             "prior_truncations": [], "prior_coverage": [], "spills": []}
     assert tuple(mod.check_case(fine, "zoo")) == ("refuse", ("holes_other",), ((2, 6),))
     assert mod.check_case(fine, "zoofirst").allowed
     nested = {**fine, "prior_truncations": [[0, 3], [1, 4]], "prior_coverage": [[0, 5]]}
     d = mod.check_case(nested, "zoo")
-    assert tuple(d) == ("refuse", ("spill_in_nothing", "nested", "holes_other"), ((2, 6),))
+    assert tuple(d) == ("refuse", ("spill_in_nothing", "nested", "holes_other", "nested_all"), ((2, 6),))
     assert mod.explain("zoo", d, **mod.read_case(nested)) == [
         "spill_in_nothing: spills nothing and coverage [0, 5), holes [2, 6)", "nested: nested: an interval",
-        "holes_other: tail holes [2, 6)"]
+        "holes_other: tail holes [2, 6)", "nested_all: nested_all [0, 3)"]
     assert tuple(mod.check_case({**fine, "tail_start": 1}, "zoo")) == ("refuse", ("some_early", "holes_other"),
                                                                          ((1, 6),))
 
@@ -275,6 +304,8 @@ def test_the_rendered_zoo_sentences(zoo: tuple[Spec, Any]) -> None:
     ("union(TR) subset union(SP)", "no rule of the fast checker renders Subset 'union(TR) subset union(SP)'"),
     ("empty(union(SP) \\\\ union(PC))", "no rule of the fast checker renders the set 'union(SP) \\\\ union(PC)'"),
     ("all(r in TR: empty(r & union(PC)))", "no rule of the fast checker renders the set 'r & union(PC)'"),
+    ("union(SP) subset I \\\\ TRU", "no rule of the fast checker renders Subset 'union(SP) subset I \\\\ TRU'"),
+    ("C subset union(SP) \\\\ TRU", "no rule of the fast checker renders the set 'union(SP) \\\\ TRU'"),
 ])
 def test_an_expression_no_rule_covers_is_refused_naming_it(tmp_path: Path, holds: str, message: str) -> None:
     extra = f'''

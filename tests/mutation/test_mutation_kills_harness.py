@@ -645,3 +645,15 @@ def test_prove_names_every_failed_theorem(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(theorems, "REGISTRY", {"ZB": failing, "ZE": dataclasses.replace(failing, id="ZE")})
     code, out, _ = run_cli("prove")
     assert code == 1 and out.endswith("\n0 of 2 theorems hold; FAILED: ZB, ZE\n")
+
+
+def test_the_budgets_default_to_none_whatever_the_parser_preset() -> None:
+    """``default=None`` is explicit: a parser that presets a budget still gets None (the solver's
+    own default) unless --rlimit / --cvc5-rlimit is given."""
+    from tailguard.cli.prove import add_arguments
+
+    parser = argparse.ArgumentParser(prog="tailguard prove")
+    parser.set_defaults(rlimit=7, cvc5_rlimit=9)
+    add_arguments(parser)
+    args = parser.parse_args([])
+    assert (args.rlimit, args.cvc5_rlimit) == (None, None)

@@ -238,6 +238,14 @@ def test_the_rendered_zoo_profiles_decide_as_the_z3_encoding(zoo: tuple[Spec, An
     assert seen >= want_seen - {("zoo", "nested")}, want_seen - seen
 
 
+def test_the_rendered_zoo_tests_an_interval_for_emptiness_by_its_endpoints(zoo: tuple[Spec, Any]) -> None:
+    """What ``tailguard gen`` would write for ``empty(C) or t > 3``: the endpoint comparison, not a scan
+    (``not _gaps(lo, hi, [])`` decides the same, one call slower)."""
+    spec, _ = zoo
+    text = render_python(spec)
+    assert "    if not ((v_C[0] >= v_C[1]) or (v_t > 3)):  # cover_empty: empty(C) or t > 3\n" in text
+
+
 def test_the_rendered_project_profiles_are_the_generated_checker(zoo: tuple[Spec, Any]) -> None:
     from tailguard._generated import checker
 

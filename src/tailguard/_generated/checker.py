@@ -164,16 +164,12 @@ def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
             if type(lo) is not int or type(hi) is not int or not low <= lo <= hi <= high:
                 return False
         return True
-    if set(map(type, items)) != _TUPLE_TYPE or set(map(len, items)) != _PAIR_LEN:
+    count = len(items)  # (counting matches in a list is faster than building a set)
+    if [*map(type, items)].count(tuple) != count or [*map(len, items)].count(2) != count:
         return False
     los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
-    return (set(map(type, los)) == _INT_TYPE == set(map(type, his)) and all(map(_le, los, his))
+    return ([*map(type, los), *map(type, his)].count(int) == 2 * count and all(map(_le, los, his))
             and low <= min(los) and max(his) <= high)
-
-
-_PAIR_LEN = {2}
-_INT_TYPE = {int}
-_TUPLE_TYPE = {tuple}
 
 
 def _fmt_set(s: list[tuple[int, int]]) -> str:
@@ -417,6 +413,8 @@ def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> list[tuple[int, int]] | 
 
 _GATES = {'strict': 'well_formed', 'partitioned': 'well_formed'}  # profile: its gate, when the gate bounds every pair of every list
 _PAIR_TYPES = {tuple, list}
+_INT_TYPE = {int}
+_TUPLE_TYPE = {tuple}
 _COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
 
 

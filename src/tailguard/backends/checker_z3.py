@@ -79,9 +79,7 @@ def wrappers_part(source: str) -> tuple[str, Result]:
 #: module constants a profile function's return uses, each assigned once at module level to
 #: exactly this: the allow decision, and ``tuple.__new__`` (``_new(Decision, (d, f, h))`` is
 #: ``Decision(d, f, h)`` without the Python-level ``__new__`` of a NamedTuple)
-#: and the type sets ``_bounded`` compares with
-CONSTANTS = {"_ALLOW": 'Decision("allow", (), ())', "_new": "tuple.__new__",
-             "_PAIR_LEN": "{2}", "_INT_TYPE": "{int}", "_TUPLE_TYPE": "{tuple}"}
+CONSTANTS = {"_ALLOW": 'Decision("allow", (), ())', "_new": "tuple.__new__"}
 
 
 def constants_part(source: str) -> tuple[str, Result]:

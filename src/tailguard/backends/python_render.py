@@ -610,6 +610,8 @@ def _render_api(spec: Spec) -> list[str]:
         "_GATES = {" + ", ".join(f"{p!r}: {g!r}" for p, g in gates.items()) + "}"
         "  # profile: its gate, when the gate bounds every pair of every list",
         "_PAIR_TYPES = {tuple, list}",
+        "_INT_TYPE = {int}",
+        "_TUPLE_TYPE = {tuple}",
         "_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair",
         "",
         "",

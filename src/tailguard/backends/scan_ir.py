@@ -260,16 +260,12 @@ def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
             if type(lo) is not int or type(hi) is not int or not low <= lo <= hi <= high:
                 return False
         return True
-    if set(map(type, items)) != _TUPLE_TYPE or set(map(len, items)) != _PAIR_LEN:
+    count = len(items)  # (counting matches in a list is faster than building a set)
+    if [*map(type, items)].count(tuple) != count or [*map(len, items)].count(2) != count:
         return False
     los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
-    return (set(map(type, los)) == _INT_TYPE == set(map(type, his)) and all(map(_le, los, his))
+    return ([*map(type, los), *map(type, his)].count(int) == 2 * count and all(map(_le, los, his))
             and low <= min(los) and max(his) <= high)
-
-
-_PAIR_LEN = {2}
-_INT_TYPE = {int}
-_TUPLE_TYPE = {tuple}
 '''
 
 MERGED_JS = '''\

@@ -144,6 +144,13 @@ def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _gaps_from(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``_gaps(start, stop, items)`` for a normal list ``items``, the scan begun by one bisect
+    at the last pair that starts before ``start`` (every pair before that one ends before it)."""
+    j = _bisect_left(items, (start,)) - 1
+    return _gaps(start, stop, items[j:] if j > 0 else items)
+
+
 def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
     pair that starts before ``stop`` can, and it is found by one bisect."""
@@ -216,7 +223,7 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -257,7 +264,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps_from(v_C[0], v_C[1], _gaps_from(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out
@@ -271,7 +278,7 @@ def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int,
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -308,7 +315,7 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps_from(v_C[0], v_C[1], _gaps_from(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out

@@ -126,7 +126,9 @@ class PythonCompiler:
                 return f"_merged_runs({' + '.join(self.terms(node))})"
             case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
                 lo, hi = self.pair(l)
-                return f"_gaps({lo}, {hi}, {self.as_set(r)})"
+                # from the bisect of the start, unless it is 0 (then the scan starts at the front)
+                scan = "_gaps" if lo == "0" else "_gaps_from"
+                return f"{scan}({lo}, {hi}, {self.as_set(r)})"
         if self.is_pair(node):
             lo, hi = self.pair(node)
             return f"_gaps({lo}, {hi}, [])"

@@ -240,6 +240,13 @@ def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _gaps_from(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``_gaps(start, stop, items)`` for a normal list ``items``, the scan begun by one bisect
+    at the last pair that starts before ``start`` (every pair before that one ends before it)."""
+    j = _bisect_left(items, (start,)) - 1
+    return _gaps(start, stop, items[j:] if j > 0 else items)
+
+
 def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
     pair that starts before ``stop`` can, and it is found by one bisect."""

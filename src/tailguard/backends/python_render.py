@@ -370,7 +370,6 @@ def render_python(spec: Spec) -> str:
         "import reprlib as _reprlib",
         "from bisect import bisect_left as _bisect_left",
         "from collections.abc import Callable, Iterable, Mapping",
-        "from operator import le as _le",
         "from typing import Any, NamedTuple",
         "",
         "__all__ = [",
@@ -722,5 +721,5 @@ _PYTYPE = {
 
 def _primitives_source() -> str:
     """The helper code clause predicates run with, imports included (the vector search)."""
-    return ("from bisect import bisect_left as _bisect_left\nfrom operator import le as _le\n\n\n"
+    return ("from bisect import bisect_left as _bisect_left\n\n\n"
             + _algorithms_source())

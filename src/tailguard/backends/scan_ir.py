@@ -256,23 +256,15 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
 
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every item of ``items`` is a pair ``(lo, hi)`` with ``low <= lo <= hi <= high``: a tuple
-    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``; long lists
-    by builtins, one pass each: the item types, their lengths, the two columns' types, ``lo <=
-    hi`` pair by pair, the least start and the greatest end)."""
-    if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
-        for item in items:
-            if type(item) is not tuple or len(item) != 2:
-                return False
+    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``). One loop
+    with an early exit (on CPython 3.11 faster than passes of builtins at every length)."""
+    for item in items:
+        if type(item) is tuple and len(item) == 2:
             lo, hi = item
-            if type(lo) is not int or type(hi) is not int or not low <= lo <= hi <= high:
-                return False
-        return True
-    count = len(items)  # (counting matches in a list is faster than building a set)
-    if [*map(type, items)].count(tuple) != count or [*map(len, items)].count(2) != count:
+            if type(lo) is int and type(hi) is int and low <= lo <= hi <= high:
+                continue
         return False
-    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
-    return ([*map(type, los), *map(type, his)].count(int) == 2 * count and all(map(_le, los, his))
-            and low <= min(los) and max(his) <= high)
+    return True
 '''
 
 MERGED_JS = '''\

@@ -88,7 +88,7 @@ class _Compiler:
             case ast.SetOp(op="|", left=l, right=r):
                 return self.terms(l) + self.terms(r)
             case ast.Call(func="union", args=(x,)):
-                return [self.expr(x)]
+                return [self.as_set(node)]  # each term a normal list (sorted by start)
         if self.is_pair(node):
             return [f"[{self.pair_code(node)}]"]
         return [self.as_set(node)]
@@ -100,8 +100,7 @@ class _Compiler:
             case ast.Call(func="union", args=(x,)):
                 return f"_merged({self.expr(x)})"
             case ast.SetOp(op="|"):
-                first, *rest = self.terms(node)
-                return f"_merged_runs({first}.concat({', '.join(rest)}))"
+                return f"_merged_runs([{', '.join(self.terms(node))}])"
             case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
                 lo, hi = self.pair(l)
                 return f"_gaps({lo}, {hi}, {self.as_set(r)})"
@@ -133,7 +132,8 @@ class _Compiler:
             case ast.Call(func="empty", args=(x,)):
                 return f"({self.as_set(x)}.length === 0)"
             case ast.Call(func="known", args=(x,)):
-                return f"UNITS.includes({self.expr(x)})"
+                code = self.expr(x)  # the unit names, compared inline (a name or a field: no side effect)
+                return "(" + " || ".join(f"{code} === {json.dumps(u)}" for u in self.spec.units) + ")"
             case ast.IntervalLit():
                 return self.pair_code(node)
             case ast.Compare(ops=ops, operands=operands):
@@ -189,11 +189,113 @@ def _min(a: str, b: str) -> str:
     return f"({a} <= {b} ? {a} : {b})"
 
 
+_SORTING = """\
+// Sorting and joining (not interval algebra: each returns the pairs it was given, in another order
+// or as they are; the union is then _merge_run's, which T18 proves right whenever it succeeds and
+// successful on any list sorted by start).
+const KEY_LIMIT = 2 ** 53;  // a sort key start * span + index is exact below 2^53
+
+function _byStart(x, y) {
+  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+}
+
+// The pairs of items (of integers) sorted by start, as a new array. When every start is non-negative,
+// by numeric keys start * span + index (span: the power of two above the index; exact below 2^53)
+// in a Uint32Array when they fit, else a Float64Array: no comparison function is called; else by
+// comparisons.
+function _sortByStart(items) {
+  const len = items.length;
+  let span = 1;
+  while (span < len) span *= 2;
+  let top = 0;
+  for (let i = 0; i < len; i += 1) {
+    const lo = items[i][0];
+    if (!(lo >= 0)) return items.slice().sort(_byStart);
+    if (lo > top) top = lo;
+  }
+  const limit = (top + 1) * span;
+  if (limit > KEY_LIMIT) return items.slice().sort(_byStart);
+  const keys = limit <= 2 ** 32 ? new Uint32Array(len) : new Float64Array(len);
+  for (let i = 0; i < len; i += 1) keys[i] = items[i][0] * span + i;
+  keys.sort();
+  const out = [];
+  for (let j = 0; j < len; j += 1) out.push(items[keys[j] % span]);
+  return out;
+}
+
+// Two lists sorted by start as one list sorted by start (linear; a list is returned as it is when
+// the other is empty).
+function _mergeByStart(a, b) {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    if (b[j][0] < a[i][0]) {
+      out.push(b[j]);
+      j += 1;
+    } else {
+      out.push(a[i]);
+      i += 1;
+    }
+  }
+  for (; i < a.length; i += 1) out.push(a[i]);
+  for (; j < b.length; j += 1) out.push(b[j]);
+  return out;
+}
+
+// The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
+function _merged(items) {
+  let out = _merge_run(items);
+  if (out === null) {
+    out = _merge_run(_sortByStart(items));
+    if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  }
+  return out;
+}
+
+// The union of several normal lists (each sorted by start) as a normal list: they are merged by
+// start, the two shortest first, and the result goes through one pass of _merge_run (sorted again
+// first if it did not come out sorted).
+function _merged_runs(runs) {
+  const left = runs.filter((run) => run.length !== 0).sort((a, b) => a.length - b.length);
+  while (left.length > 1) {
+    const both = _mergeByStart(left.shift(), left.shift());
+    let i = 0;
+    while (i < left.length && left[i].length < both.length) i += 1;
+    left.splice(i, 0, both);
+  }
+  return _merged(left.length === 0 ? left : left[0]);
+}
+
+// Whether [start, stop) shares an offset with the normal list items: only the last pair that
+// starts before stop can; it is found by binary search (the bisect_left of the Python checker).
+function _meets(start, stop, items) {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid][0] < stop) lo = mid + 1; else hi = mid;
+  }
+  const j = lo - 1;
+  return start < stop && j >= 0 && items[j][1] > start;
+}
+
+// Every pair [lo, hi] of items has low <= lo <= hi <= high.
+function _bounded(items, low, high) {
+  for (const [lo, hi] of items) {
+    if (!(low <= lo && lo <= hi && hi <= high)) return false;
+  }
+  return true;
+}
+"""
+
 _PRIMITIVES = "\n".join([
     "// Interval algorithms (backends/scan_ir.py, proved in T18 on their Python rendering). A set is an",
     "// array of half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.",
     *(scan_ir.render_js(f) for f in scan_ir.FUNCS),
-    scan_ir.MERGED_JS,
+    _SORTING,
 ])
 
 
@@ -369,6 +471,77 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     out.append("")
 
 
+_FAST_READER = """\
+// The fast reader of check: one pass per list that reads and copies every pair of safe integers;
+// null when anything is unusual (not an array, an item that is not such a pair, over the limit),
+// and the exact reader (readFields) then reads the fields again and names the field and the reason.
+const OBJECT_PROTOTYPE = Object.prototype;
+const ARRAY_VALUES = Array.prototype[Symbol.iterator];
+
+function fastPair(value) {
+  if (!Array.isArray(value) || value.length !== 2) return null;
+  const lo = value[0];
+  const hi = value[1];
+  return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo, hi] : null;
+}
+
+function fastPairs(value) {
+  if (!Array.isArray(value) || value[Symbol.iterator] !== ARRAY_VALUES) return null;
+  const len = value.length;
+  if (len > MAX_INTERVALS) return null;
+  const out = new Array(len);  // every slot is filled below (or null is returned)
+  for (let i = 0; i < len; i += 1) {
+    const item = value[i];
+    if (!Array.isArray(item) || item.length !== 2) return null;
+    const lo = item[0];
+    const hi = item[1];
+    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi)) return null;
+    out[i] = [lo, hi];
+  }
+  return out;
+}
+"""
+
+
+def _fast_check(spec: Spec) -> list[str]:
+    """The body of ``check`` after the profile: the fast reader inline, one local per field, then
+    the exact reader when anything is unusual. It reads an object whose prototype is
+    ``Object.prototype`` (none of the field names inherited from it) or null, so a property read
+    that is not undefined is the object's own, as the exact reader's ``Object.hasOwn`` requires."""
+    fields = [i.field for i in spec.inputs]
+    lines = [
+        "  if (fields !== null && typeof fields === \"object\") {",
+        "    const proto = Object.getPrototypeOf(fields);",
+        "    if (proto === null || (proto === OBJECT_PROTOTYPE"
+        + "".join(f" && !({json.dumps(f)} in OBJECT_PROTOTYPE)" for f in fields) + ")) {",
+    ]
+    tests: list[str] = []
+    for i in spec.inputs:
+        v = _var(i.symbol)
+        get = f"fields.{i.field}" if i.field.isascii() and i.field.isidentifier() else f"fields[{json.dumps(i.field)}]"
+        if i.type == "int":
+            lines.append(f"      const {v} = {get};")
+            tests.append(f"Number.isSafeInteger({v})")
+        elif i.type == "unit":
+            lines.append(f"      const {v} = {get};")
+            tests.append(f"typeof {v} === \"string\"")
+        elif i.type == "interval":
+            lines.append(f"      const {v} = fastPair({get});")
+            tests.append(f"{v} !== null")
+        elif i.type == "intervals":
+            lines.append(f"      const {v}_given = {get};")
+            lines.append(f"      const {v} = {v}_given === undefined && !({json.dumps(i.field)} in fields) ? [] : fastPairs({v}_given);")
+            tests.append(f"{v} !== null")
+        else:
+            raise NoRule(f"no fast reader for the input type {i.type!r}")
+    lists = [_var(i.symbol) for i in spec.inputs if i.type == "intervals"]
+    tests.append(" + ".join(f"{v}.length" for v in lists) + " <= MAX_INTERVALS")
+    lines.append("      if (" + " && ".join(tests) + ") {")
+    lines.append(f"        return checker({', '.join(_var(i.symbol) for i in spec.inputs)});")
+    lines += ["      }", "    }", "  }"]
+    return lines
+
+
 def render_js(spec: Spec) -> str:
     clauses = {p.id: [cl.id for cl in p.clauses] for p in spec.profiles}
     out = [
@@ -405,19 +578,19 @@ def render_js(spec: Spec) -> str:
     call = ", ".join(f"v[{json.dumps(i.field)}]" for i in spec.inputs)
     kinds = {i.field: i.type for i in spec.inputs}
     out += [
-        "const CHECKERS = { " + ", ".join(f"{p.id}: check_{p.id}" for p in spec.profiles) + " };",
-        "",
+        _FAST_READER,
         "/**",
         " * Decide one compaction. Every field is read first: an interval list may be any iterable of",
         " * [lo, hi] pairs (consumed once) and defaults to []; anything unusable throws CaseError naming",
         f" * the field (a non-integer, a non-pair, more than {MAX_INTERVALS:,} intervals); never a silent allow.",
         " */",
         "export function check(profile, fields = {}) {",
-        "  const known = typeof profile === \"string\" && Object.hasOwn(CHECKERS, profile);",
-        "  const checker = known ? CHECKERS[profile] : undefined;",
+        "  const checker = " + "".join(f"profile === {json.dumps(p.id)} ? check_{p.id} : "
+                                      for p in spec.profiles) + "undefined;",
         "  if (checker === undefined) {",
         "    throw new CaseError(\"profile\", `unknown profile ${show(profile)}; known: ${PROFILES.join(\", \")}`);",
         "  }",
+        *_fast_check(spec),
         "  const v = readFields(fields, true);",
         f"  return checker({call});",
         "}",

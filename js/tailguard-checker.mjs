@@ -137,6 +137,7 @@ function _mergeByStart(a, b) {
 
 // The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
 function _merged(items) {
+  if (items.length === 0) return items;
   let out = _merge_run(items);
   if (out === null) {
     out = _merge_run(_sortByStart(items));
@@ -149,12 +150,28 @@ function _merged(items) {
 // start, the two shortest first, and the result goes through one pass of _merge_run (sorted again
 // first if it did not come out sorted).
 function _merged_runs(runs) {
-  const left = runs.filter((run) => run.length !== 0).sort((a, b) => a.length - b.length);
+  const left = [];
+  for (const run of runs) {
+    if (run.length !== 0) left.push(run);
+  }
   while (left.length > 1) {
-    const both = _mergeByStart(left.shift(), left.shift());
-    let i = 0;
-    while (i < left.length && left[i].length < both.length) i += 1;
-    left.splice(i, 0, both);
+    let a = 0;
+    let b = 1;
+    if (left[1].length < left[0].length) {
+      a = 1;
+      b = 0;
+    }
+    for (let i = 2; i < left.length; i += 1) {
+      if (left[i].length < left[a].length) {
+        b = a;
+        a = i;
+      } else if (left[i].length < left[b].length) {
+        b = i;
+      }
+    }
+    left[a] = _mergeByStart(left[a], left[b]);
+    left[b] = left[left.length - 1];
+    left.pop();
   }
   return _merged(left.length === 0 ? left : left[0]);
 }
@@ -332,10 +349,12 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
-  const v_T = [v_t, v_n];  // T = [t, n)
-  const v_Phi = [(0 >= (v_n - v_F) ? 0 : (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_T_lo = v_t;  // T = [t, n)
+  const v_T_hi = v_n;
+  const v_Phi_lo = (0 >= (v_n - v_F) ? 0 : (v_n - v_F));  // Phi = [max(0, n - F), n)
+  const v_Phi_hi = v_n;
   const v_TRU = _merged(v_TR);  // TRU = union(TR)
-  const v_covered = _merged_runs([_merged(v_PC), _merged(v_SP), _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T[0], v_T[1], v_TRU)]);  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const v_covered = _merged_runs([_merged(v_PC), _merged(v_SP), _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T_lo, v_T_hi, v_TRU)]);  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
   const failed = [];
   let holes = [];
   // units_agree: floor_unit == truncator_unit
@@ -343,15 +362,15 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
     failed.push("units_agree");
   }
   // floor_in_input: Phi subset I
-  if (!(v_Phi[0] >= v_Phi[1] || (v_I[0] <= v_Phi[0] && v_Phi[1] <= v_I[1]))) {
+  if (!(v_Phi_lo >= v_Phi_hi || (v_I[0] <= v_Phi_lo && v_Phi_hi <= v_I[1]))) {
     failed.push("floor_in_input");
   }
   // floor_in_tail: Phi subset T
-  if (!(v_Phi[0] >= v_Phi[1] || (v_T[0] <= v_Phi[0] && v_Phi[1] <= v_T[1]))) {
+  if (!(v_Phi_lo >= v_Phi_hi || (v_T_lo <= v_Phi_lo && v_Phi_hi <= v_T_hi))) {
     failed.push("floor_in_tail");
   }
   // tail_intact: all(r in TR: empty(r & T))
-  if (!(!_meets(v_T[0], v_T[1], v_TRU))) {
+  if (!(!_meets(v_T_lo, v_T_hi, v_TRU))) {
     failed.push("tail_intact");
   }
   // seam_contiguous: t == 0 or d >= t
@@ -377,10 +396,12 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
-  const v_T = [v_t, v_n];  // T = [t, n)
-  const v_Phi = [(0 >= (v_n - v_F) ? 0 : (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_T_lo = v_t;  // T = [t, n)
+  const v_T_hi = v_n;
+  const v_Phi_lo = (0 >= (v_n - v_F) ? 0 : (v_n - v_F));  // Phi = [max(0, n - F), n)
+  const v_Phi_hi = v_n;
   const v_TRU = _merged(v_TR);  // TRU = union(TR)
-  const v_covered = _merged_runs([_merged(v_PC), _merged(v_SP), _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T[0], v_T[1], v_TRU)]);  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const v_covered = _merged_runs([_merged(v_PC), _merged(v_SP), _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T_lo, v_T_hi, v_TRU)]);  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
   const failed = [];
   let holes = [];
   // units_agree: floor_unit == truncator_unit
@@ -388,11 +409,11 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
     failed.push("units_agree");
   }
   // floor_in_tail: Phi subset T
-  if (!(v_Phi[0] >= v_Phi[1] || (v_T[0] <= v_Phi[0] && v_Phi[1] <= v_T[1]))) {
+  if (!(v_Phi_lo >= v_Phi_hi || (v_T_lo <= v_Phi_lo && v_Phi_hi <= v_T_hi))) {
     failed.push("floor_in_tail");
   }
   // tail_intact: all(r in TR: empty(r & T))
-  if (!(!_meets(v_T[0], v_T[1], v_TRU))) {
+  if (!(!_meets(v_T_lo, v_T_hi, v_TRU))) {
     failed.push("tail_intact");
   }
   // seam_contiguous: t == 0 or d >= t

@@ -51,8 +51,11 @@ class _Compiler:
     endpoint forms inline); comparisons only, never subtraction, so the code is the same for
     numbers and BigInts."""
 
-    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset()) -> None:
+    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset(),
+                 scalars: dict[str, tuple[str, str]] | None = None) -> None:
         self.spec, self.env, self.available = spec, env, available
+        #: interval defines held as two scalars (``const v_T_lo = ..., v_T_hi = ...``): no array
+        self.scalars = scalars if scalars is not None else {}
 
     def union_of(self, source: str) -> str | None:
         for d in self.spec.defines:
@@ -74,11 +77,13 @@ class _Compiler:
             case ast.SetOp(op="&", left=l, right=r):
                 (a, b), (c, d) = self.pair(l), self.pair(r)
                 return _max(a, c), _min(b, d)
+            case ast.Name(name=n) if n in self.scalars:
+                return self.scalars[n]
         code = self.expr(node)
         return f"{code}[0]", f"{code}[1]"
 
     def pair_code(self, node: ast.Node) -> str:
-        if isinstance(node, (ast.Name, ast.Field)):
+        if isinstance(node, (ast.Name, ast.Field)) and not (isinstance(node, ast.Name) and node.name in self.scalars):
             return self.expr(node)
         lo, hi = self.pair(node)
         return f"[{lo}, {hi}]"
@@ -113,8 +118,12 @@ class _Compiler:
         match node:
             case ast.Num(value=v):
                 return str(v)
+            case ast.Name(name=n) if n in self.scalars:
+                return "[{}, {}]".format(*self.scalars[n])
             case ast.Name(name=n):
                 return _var(n)
+            case ast.Field(base=b, attr=a) if b in self.scalars:
+                return self.scalars[b][0 if a == "lo" else 1]
             case ast.Field(base=b, attr=a):
                 return f"{_var(b)}[{0 if a == 'lo' else 1}]"
             case ast.BinArith(op=op, left=l, right=r):
@@ -167,7 +176,7 @@ class _Compiler:
             case ast.Quant(kind=k, var=v, sources=srcs, body=b):
                 inner = dict(self.env)
                 inner[v] = "interval"
-                body = _Compiler(self.spec, inner).expr(b)
+                body = _Compiler(self.spec, inner, self.available, self.scalars).expr(b)
                 method = "every" if k == "all" else "some"
                 return f"{self.source_array(srcs)}.{method}(({_var(v)}) => {body})"
             case ast.SetOp() | ast.Call(func="union"):
@@ -247,6 +256,7 @@ function _mergeByStart(a, b) {
 
 // The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
 function _merged(items) {
+  if (items.length === 0) return items;
   let out = _merge_run(items);
   if (out === null) {
     out = _merge_run(_sortByStart(items));
@@ -259,12 +269,28 @@ function _merged(items) {
 // start, the two shortest first, and the result goes through one pass of _merge_run (sorted again
 // first if it did not come out sorted).
 function _merged_runs(runs) {
-  const left = runs.filter((run) => run.length !== 0).sort((a, b) => a.length - b.length);
+  const left = [];
+  for (const run of runs) {
+    if (run.length !== 0) left.push(run);
+  }
   while (left.length > 1) {
-    const both = _mergeByStart(left.shift(), left.shift());
-    let i = 0;
-    while (i < left.length && left[i].length < both.length) i += 1;
-    left.splice(i, 0, both);
+    let a = 0;
+    let b = 1;
+    if (left[1].length < left[0].length) {
+      a = 1;
+      b = 0;
+    }
+    for (let i = 2; i < left.length; i += 1) {
+      if (left[i].length < left[a].length) {
+        b = a;
+        a = i;
+      } else if (left[i].length < left[b].length) {
+        b = i;
+      }
+    }
+    left[a] = _mergeByStart(left[a], left[b]);
+    left[b] = left[left.length - 1];
+    left.pop();
   }
   return _merged(left.length === 0 ? left : left[0]);
 }
@@ -443,10 +469,18 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append("  }")
     roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
     computed = needed_defines(spec, roots)
+    scalars: dict[str, tuple[str, str]] = {}
     for name in computed:
         d = next(d for d in spec.defines if d.name == name)
-        out.append(f"  const {_var(name)} = {c.expr(d.node)};  // {name} = {d.source}")
-    c = _Compiler(spec, spec.env, frozenset(computed))
+        if isinstance(d.node, ast.IntervalLit):  # an interval define: two scalars, no array
+            lo, hi = c.pair(d.node)
+            scalars[name] = (f"{_var(name)}_lo", f"{_var(name)}_hi")
+            out.append(f"  const {_var(name)}_lo = {lo};  // {name} = {d.source}")
+            out.append(f"  const {_var(name)}_hi = {hi};")
+        else:
+            out.append(f"  const {_var(name)} = {c.expr(d.node)};  // {name} = {d.source}")
+        c = _Compiler(spec, spec.env, frozenset(), scalars)
+    c = _Compiler(spec, spec.env, frozenset(computed), scalars)
     out.append("  const failed = [];")
     out.append("  let holes = [];")
     for cl in rest:

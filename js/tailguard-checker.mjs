@@ -324,7 +324,7 @@ export function readJSON(text, what = "json") {
 }
 
 // Profile 'seed': The seed's assert_compaction_safe, transcribed bit for bit on any integers, quirks included.
-function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
+function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, known) {
   const v_a = v_I[0];  // a = I.lo
   const failed = [];
   let holes = [];
@@ -344,8 +344,8 @@ function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_T
 }
 
 // Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail.
-function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
-  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && _bounded(v_TR, 0, v_n) && _bounded(v_PC, 0, v_n) && _bounded(v_SP, 0, v_n)) && (v_floor_unit === "turns" || v_floor_unit === "messages" || v_floor_unit === "tokens") && (v_truncator_unit === "turns" || v_truncator_unit === "messages" || v_truncator_unit === "tokens"))) {
+function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, known) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && (known || _bounded(v_TR, 0, v_n)) && (known || _bounded(v_PC, 0, v_n)) && (known || _bounded(v_SP, 0, v_n))) && (v_floor_unit === "turns" || v_floor_unit === "messages" || v_floor_unit === "tokens") && (v_truncator_unit === "turns" || v_truncator_unit === "messages" || v_truncator_unit === "tokens"))) {
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
@@ -391,8 +391,8 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
 }
 
 // Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input.
-function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
-  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && _bounded(v_TR, 0, v_n) && _bounded(v_PC, 0, v_n) && _bounded(v_SP, 0, v_n)) && (v_floor_unit === "turns" || v_floor_unit === "messages" || v_floor_unit === "tokens") && (v_truncator_unit === "turns" || v_truncator_unit === "messages" || v_truncator_unit === "tokens"))) {
+function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, known) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && (known || _bounded(v_TR, 0, v_n)) && (known || _bounded(v_PC, 0, v_n)) && (known || _bounded(v_SP, 0, v_n))) && (v_floor_unit === "turns" || v_floor_unit === "messages" || v_floor_unit === "tokens") && (v_truncator_unit === "turns" || v_truncator_unit === "messages" || v_truncator_unit === "tokens"))) {
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
@@ -433,9 +433,11 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
   return decision(failed, holes);
 }
 
-// The fast reader of check: one pass per list that reads and copies every pair of safe integers;
-// null when anything is unusual (not an array, an item that is not such a pair, over the limit),
-// and the exact reader (readFields) then reads the fields again and names the field and the reason.
+// The fast reader of check: one pass per list that reads and copies every pair of safe integers
+// low <= lo <= hi <= high (the bounds of the well-formedness gate); null when anything is unusual
+// (not an array, an item that is not such a pair, a pair out of bounds, over the limit), and the
+// exact reader (readFields) then reads the fields again, names the field and the reason, and the
+// gate checks the bounds.
 const OBJECT_PROTOTYPE = Object.prototype;
 const ARRAY_VALUES = Array.prototype[Symbol.iterator];
 
@@ -446,7 +448,7 @@ function fastPair(value) {
   return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo, hi] : null;
 }
 
-function fastPairs(value) {
+function fastPairs(value, low, high) {
   if (!Array.isArray(value) || value[Symbol.iterator] !== ARRAY_VALUES) return null;
   const len = value.length;
   if (len > MAX_INTERVALS) return null;
@@ -456,7 +458,7 @@ function fastPairs(value) {
     if (!Array.isArray(item) || item.length !== 2) return null;
     const lo = item[0];
     const hi = item[1];
-    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi)) return null;
+    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || !(low <= lo && lo <= hi && hi <= high)) return null;
     out[i] = [lo, hi];
   }
   return out;
@@ -483,18 +485,20 @@ export function check(profile, fields = {}) {
       const v_floor_unit = fields.floor_unit;
       const v_truncator_unit = fields.truncator_unit;
       const v_TR_given = fields.prior_truncations;
-      const v_TR = v_TR_given === undefined && !("prior_truncations" in fields) ? [] : fastPairs(v_TR_given);
       const v_PC_given = fields.prior_coverage;
-      const v_PC = v_PC_given === undefined && !("prior_coverage" in fields) ? [] : fastPairs(v_PC_given);
       const v_SP_given = fields.spills;
-      const v_SP = v_SP_given === undefined && !("spills" in fields) ? [] : fastPairs(v_SP_given);
-      if (Number.isSafeInteger(v_n) && Number.isSafeInteger(v_t) && v_I !== null && v_C !== null && Number.isSafeInteger(v_F) && typeof v_floor_unit === "string" && typeof v_truncator_unit === "string" && v_TR !== null && v_PC !== null && v_SP !== null && v_TR.length + v_PC.length + v_SP.length <= MAX_INTERVALS) {
-        return checker(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP);
+      if (Number.isSafeInteger(v_n) && Number.isSafeInteger(v_t) && v_I !== null && v_C !== null && Number.isSafeInteger(v_F) && typeof v_floor_unit === "string" && typeof v_truncator_unit === "string") {
+        const v_TR = v_TR_given === undefined && !("prior_truncations" in fields) ? [] : fastPairs(v_TR_given, 0, v_n);
+        const v_PC = v_PC_given === undefined && !("prior_coverage" in fields) ? [] : fastPairs(v_PC_given, 0, v_n);
+        const v_SP = v_SP_given === undefined && !("spills" in fields) ? [] : fastPairs(v_SP_given, 0, v_n);
+        if (v_TR !== null && v_PC !== null && v_SP !== null && v_TR.length + v_PC.length + v_SP.length <= MAX_INTERVALS) {
+          return checker(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, true);
+        }
       }
     }
   }
   const v = readFields(fields, true);
-  return checker(v["history_end"], v["tail_start"], v["summary_input"], v["summary_covers"], v["recovery_floor_span"], v["floor_unit"], v["truncator_unit"], v["prior_truncations"], v["prior_coverage"], v["spills"]);
+  return checker(v["history_end"], v["tail_start"], v["summary_input"], v["summary_covers"], v["recovery_floor_span"], v["floor_unit"], v["truncator_unit"], v["prior_truncations"], v["prior_coverage"], v["spills"], false);
 }
 
 function describe(value) {

@@ -33,7 +33,9 @@ function randomCase(rand, k, scale) {
     const b = at();
     return a <= b ? [a, b] : [b, a];
   };
-  const list = () => Array.from({ length: Math.floor(rand() * (k + 1)) }, pair);
+  // now and then a pair outside [0, n]: the gate refuses it (well_formed), the fast reader leaves it
+  const outside = () => (rand() < 0.5 ? [-scale, at()] : [at(), n + scale]);
+  const list = () => Array.from({ length: Math.floor(rand() * (k + 1)) }, () => (rand() < 0.02 ? outside() : pair()));
   const t = at();
   return {
     history_end: n, tail_start: t, summary_input: pair(), summary_covers: pair(),
@@ -60,6 +62,7 @@ function viaExactReader(fields) {
 test("the fast reader and the exact reader give the same answers", () => {
   const rand = rng(14);
   let refused = 0;
+  let outOfBounds = 0;
   for (let i = 0; i < 400; i += 1) {
     const c = randomCase(rand, i % 12, 1);
     for (const profile of PROFILES) {
@@ -67,9 +70,11 @@ test("the fast reader and the exact reader give the same answers", () => {
       assert.deepEqual(fast, answer(profile, viaExactReader(c)), JSON.stringify(c));
       assert.deepEqual(fast, answer(profile, Object.assign(Object.create(null), c)), JSON.stringify(c));
       if (fast.decision === "refuse") refused += 1;
+      if (fast.failed?.[0] === "well_formed") outOfBounds += 1;
     }
   }
   assert.ok(refused > 100, "the random cases refuse often enough to compare failed and holes");
+  assert.ok(outOfBounds > 20, `some cases have a pair outside [0, n] (${outOfBounds})`);
 });
 
 test("unusual input gets the exact reader's error, naming the field", () => {

@@ -56,6 +56,8 @@ class _Compiler:
         self.spec, self.env, self.available = spec, env, available
         #: interval defines held as two scalars (``const v_T_lo = ..., v_T_hi = ...``): no array
         self.scalars = scalars if scalars is not None else {}
+        #: (low, high) that the fast reader has checked every list against when ``known`` is true
+        self.known: tuple[str, str] | None = None
 
     def union_of(self, source: str) -> str | None:
         for d in self.spec.defines:
@@ -166,7 +168,9 @@ class _Compiler:
             case ast.Quant(kind="all", var=v, sources=srcs, body=b) if _bounds_of(b, v) is not None:
                 low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
                 parts = [f"({low} <= {_var(s)}[0] && {_var(s)}[0] <= {_var(s)}[1] && {_var(s)}[1] <= {high})"
-                         if self.env[s] == "interval" else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
+                         if self.env[s] == "interval"
+                         else f"(known || _bounded({_var(s)}, {low}, {high}))" if self.known == (low, high)
+                         else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
                 return "(" + " && ".join(parts) + ")"
             case ast.Quant(kind="all", var=v, sources=(src,),
                            body=ast.Call(func="empty", args=(ast.SetOp(op="&", left=ast.Name(name=rv), right=j),)),
@@ -456,7 +460,8 @@ export function readJSON(text, what = "json") {
 
 def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     c = _Compiler(spec, spec.env)
-    args = ", ".join(_var(i.symbol) for i in spec.inputs)
+    c.known = _gate_bounds(spec)
+    args = ", ".join(_var(i.symbol) for i in spec.inputs) + ", known"
     out.append(f"// Profile {prof.id!r}: {prof.doc}")
     out.append(f"function check_{prof.id}({args}) {{")
     gate = prof.clause(prof.wellformed) if prof.wellformed else None
@@ -506,9 +511,11 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
 
 
 _FAST_READER = """\
-// The fast reader of check: one pass per list that reads and copies every pair of safe integers;
-// null when anything is unusual (not an array, an item that is not such a pair, over the limit),
-// and the exact reader (readFields) then reads the fields again and names the field and the reason.
+// The fast reader of check: one pass per list that reads and copies every pair of safe integers
+// low <= lo <= hi <= high (the bounds of the well-formedness gate); null when anything is unusual
+// (not an array, an item that is not such a pair, a pair out of bounds, over the limit), and the
+// exact reader (readFields) then reads the fields again, names the field and the reason, and the
+// gate checks the bounds.
 const OBJECT_PROTOTYPE = Object.prototype;
 const ARRAY_VALUES = Array.prototype[Symbol.iterator];
 
@@ -519,7 +526,7 @@ function fastPair(value) {
   return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo, hi] : null;
 }
 
-function fastPairs(value) {
+function fastPairs(value, low, high) {
   if (!Array.isArray(value) || value[Symbol.iterator] !== ARRAY_VALUES) return null;
   const len = value.length;
   if (len > MAX_INTERVALS) return null;
@@ -529,12 +536,49 @@ function fastPairs(value) {
     if (!Array.isArray(item) || item.length !== 2) return null;
     const lo = item[0];
     const hi = item[1];
-    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi)) return null;
+    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || !(low <= lo && lo <= hi && hi <= high)) return null;
     out[i] = [lo, hi];
   }
   return out;
 }
 """
+
+
+def _walk(node: object) -> list[ast.Node]:
+    out: list[ast.Node] = []
+    if isinstance(node, ast.Node):
+        out.append(node)
+        for value in vars(node).values():
+            out += _walk(value)
+    elif isinstance(node, (tuple, list)):
+        for value in node:
+            out += _walk(value)
+    return out
+
+
+def _gate_bounds(spec: Spec) -> tuple[str, str] | None:
+    """``(low, high)`` as JavaScript when the well-formedness gate of every profile that has one
+    bounds every list input by ``all(r in ...: low <= r.lo <= r.hi <= high)`` with the same ``low``
+    and ``high``, expressions of integer inputs only: the fast reader then checks each pair
+    against them as it reads (a pair outside is left to the exact reader and the gate), and the
+    gate skips ``_bounded`` when the reader did."""
+    lists = {i.symbol for i in spec.inputs if i.type == "intervals"}
+    ints = {i.symbol for i in spec.inputs if i.type == "int"}
+    found: set[tuple[str, str]] = set()
+    for prof in spec.profiles:
+        if not prof.wellformed:
+            continue
+        c = _Compiler(spec, spec.env)
+        covered: set[str] = set()
+        for node in _walk(prof.clause(prof.wellformed).holds):
+            if isinstance(node, ast.Quant) and node.kind == "all" and _bounds_of(node.body, node.var):
+                low, high = _bounds_of(node.body, node.var) or ()
+                if set(names(low)) | set(names(high)) <= ints:
+                    found.add((c.expr(low), c.expr(high)))
+                    covered |= set(node.sources) & lists
+        if covered != lists:
+            return None
+    return found.pop() if len(found) == 1 else None
 
 
 def _fast_check(spec: Spec) -> list[str]:
@@ -543,6 +587,7 @@ def _fast_check(spec: Spec) -> list[str]:
     ``Object.prototype`` (none of the field names inherited from it) or null, so a property read
     that is not undefined is the object's own, as the exact reader's ``Object.hasOwn`` requires."""
     fields = [i.field for i in spec.inputs]
+    low, high = _gate_bounds(spec) or ("-Infinity", "Infinity")
     lines = [
         "  if (fields !== null && typeof fields === \"object\") {",
         "    const proto = Object.getPrototypeOf(fields);",
@@ -550,6 +595,7 @@ def _fast_check(spec: Spec) -> list[str]:
         + "".join(f" && !({json.dumps(f)} in OBJECT_PROTOTYPE)" for f in fields) + ")) {",
     ]
     tests: list[str] = []
+    later: list[str] = []
     for i in spec.inputs:
         v = _var(i.symbol)
         get = f"fields.{i.field}" if i.field.isascii() and i.field.isidentifier() else f"fields[{json.dumps(i.field)}]"
@@ -564,15 +610,17 @@ def _fast_check(spec: Spec) -> list[str]:
             tests.append(f"{v} !== null")
         elif i.type == "intervals":
             lines.append(f"      const {v}_given = {get};")
-            lines.append(f"      const {v} = {v}_given === undefined && !({json.dumps(i.field)} in fields) ? [] : fastPairs({v}_given);")
-            tests.append(f"{v} !== null")
+            later.append(f"        const {v} = {v}_given === undefined && !({json.dumps(i.field)} in fields) ? [] "
+                         f": fastPairs({v}_given, {low}, {high});")
         else:
             raise NoRule(f"no fast reader for the input type {i.type!r}")
     lists = [_var(i.symbol) for i in spec.inputs if i.type == "intervals"]
-    tests.append(" + ".join(f"{v}.length" for v in lists) + " <= MAX_INTERVALS")
     lines.append("      if (" + " && ".join(tests) + ") {")
-    lines.append(f"        return checker({', '.join(_var(i.symbol) for i in spec.inputs)});")
-    lines += ["      }", "    }", "  }"]
+    lines += later
+    lines.append("        if (" + " && ".join(f"{v} !== null" for v in lists) + " && "
+                 + " + ".join(f"{v}.length" for v in lists) + " <= MAX_INTERVALS) {")
+    lines.append(f"          return checker({', '.join(_var(i.symbol) for i in spec.inputs)}, true);")
+    lines += ["        }", "      }", "    }", "  }"]
     return lines
 
 
@@ -626,7 +674,7 @@ def render_js(spec: Spec) -> str:
         "  }",
         *_fast_check(spec),
         "  const v = readFields(fields, true);",
-        f"  return checker({call});",
+        f"  return checker({call}, false);",
         "}",
         "",
         "function describe(value) {",

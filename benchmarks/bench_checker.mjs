@@ -12,7 +12,8 @@
 // - every result is consumed: each call's answer is checked (the seed's guard and the
 //   checker must allow every case, the floors must return their known number of runs), and a
 //   wrong answer stops the benchmark;
-// - each side is warmed up first, then timed in repeats of about 10 ms; the best repeat counts.
+// - each side is warmed up first, then timed in repeats of about 5 ms taken in turn with the
+//   other sides (15 rounds unless --repeat N); the best repeat of each counts.
 // Ratios within one run are what count: the machine is shared.
 import { check, PROFILES } from "../js/tailguard-checker.mjs";
 
@@ -108,32 +109,41 @@ function loopFor(fn, ok, want) {
 }
 
 let sink = 0;
-function best(run, cases, repeat) {
-  const warm = Date.now();
-  let number = 1;
-  while (Date.now() - warm < 100) {  // warm up (and calibrate) for about 0.1 s
-    sink += run(cases, number);
-    number *= 2;
+// The best time per call of each run (name -> timing loop): each is warmed up and calibrated to
+// repeats of about 5 ms, then the repeats go round the runs in turn (so that a burst of load on
+// the shared machine falls on all of them alike) and the best repeat of each counts.
+function bestOf(runs, cases, repeat) {
+  const numbers = {};
+  for (const [name, run] of Object.entries(runs)) {
+    const warm = Date.now();
+    let number = 1;
+    while (Date.now() - warm < 100) {  // warm up for about 0.1 s
+      sink += run(cases, number);
+      number *= 2;
+    }
+    number = 1;
+    for (;;) {
+      const start = process.hrtime.bigint();
+      sink += run(cases, number);
+      if (Number(process.hrtime.bigint() - start) >= 5e6) break;
+      number *= 2;
+    }
+    numbers[name] = number;
   }
-  number = 1;
-  for (;;) {  // calls per repeat: about 10 ms
-    const start = process.hrtime.bigint();
-    sink += run(cases, number);
-    if (Number(process.hrtime.bigint() - start) >= 1e7) break;
-    number *= 2;
-  }
-  let bestTime = Infinity;
+  const best = Object.fromEntries(Object.keys(runs).map((name) => [name, Infinity]));
   for (let r = 0; r < repeat; r += 1) {
-    const start = process.hrtime.bigint();
-    sink += run(cases, number);
-    bestTime = Math.min(bestTime, Number(process.hrtime.bigint() - start) / 1e9 / number);
+    for (const [name, run] of Object.entries(runs)) {
+      const start = process.hrtime.bigint();
+      sink += run(cases, numbers[name]);
+      best[name] = Math.min(best[name], Number(process.hrtime.bigint() - start) / 1e9 / numbers[name]);
+    }
   }
-  return bestTime;
+  return best;
 }
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
-const repeat = args.includes("--repeat") ? Number(args[args.indexOf("--repeat") + 1]) : 7;
+const repeat = args.includes("--repeat") ? Number(args[args.indexOf("--repeat") + 1]) : 15;
 const sizes = [0, 1, 10, 100, 1000, 10000].filter((k) => !(quick && k > 1000));
 const profiles = ["seed", "strict", "partitioned"].filter((p) => PROFILES.includes(p));
 const us = (t) => (t >= 1e-4 ? `${(t * 1e6).toFixed(0)}µs` : t >= 1e-5 ? `${(t * 1e6).toFixed(1)}µs`
@@ -152,14 +162,16 @@ for (const k of sizes) {
     const sortRuns = cases.map(() => (k === 0 ? 0 : 1));
     const scanRuns = cases.map((c) => scan(c));
     const same = (a, b) => a === b;
-    const tSeed = best(loopFor(seedGuard, same, none), cases, repeat);
-    const times = Object.fromEntries(profiles.map((p) => {
+    const runs = { guard: loopFor(seedGuard, same, none) };
+    for (const p of profiles) {
       const failed = p === "seed" || k === 0 ? [] : ["summary_honest"];
       const want = cases.map(() => ({ decision: failed.length === 0 ? "allow" : "refuse", failed }));
-      return [p, best(loopFor((c) => check(p, c), decides, want), cases, repeat)];
-    }));
-    const tSort = best(loopFor(sortMerge, same, sortRuns), cases, repeat);
-    const tScan = best(loopFor(scan, same, scanRuns), cases, repeat);
+      runs[p] = loopFor((c) => check(p, c), decides, want);
+    }
+    runs.sort = loopFor(sortMerge, same, sortRuns);
+    runs.scan = loopFor(scan, same, scanRuns);
+    const times = bestOf(runs, cases, repeat);
+    const [tSeed, tSort, tScan] = [times.guard, times.sort, times.scan];
     const floor = shuffled ? tSort : tScan;
     console.log([String(k).padStart(6), (shuffled ? "shuffled" : "sorted").padStart(8), us(tSeed),
       ...profiles.map((p) => us(times[p])), us(tSort), us(tScan),

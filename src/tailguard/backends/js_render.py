@@ -241,20 +241,22 @@ function _sortByStart(items) {
 function _mergeByStart(a, b) {
   if (a.length === 0) return b;
   if (b.length === 0) return a;
-  const out = [];
+  const out = new Array(a.length + b.length);  // every slot is filled below
   let i = 0;
   let j = 0;
+  let k = 0;
   while (i < a.length && j < b.length) {
     if (b[j][0] < a[i][0]) {
-      out.push(b[j]);
+      out[k] = b[j];
       j += 1;
     } else {
-      out.push(a[i]);
+      out[k] = a[i];
       i += 1;
     }
+    k += 1;
   }
-  for (; i < a.length; i += 1) out.push(a[i]);
-  for (; j < b.length; j += 1) out.push(b[j]);
+  for (; i < a.length; i += 1, k += 1) out[k] = a[i];
+  for (; j < b.length; j += 1, k += 1) out[k] = b[j];
   return out;
 }
 
@@ -273,30 +275,33 @@ function _merged(items) {
 // start, the two shortest first, and the result goes through one pass of _merge_run (sorted again
 // first if it did not come out sorted).
 function _merged_runs(runs) {
-  const left = [];
-  for (const run of runs) {
-    if (run.length !== 0) left.push(run);
+  let m = 0;
+  for (let i = 0; i < runs.length; i += 1) {  // runs is the caller's own array: compacted in place
+    if (runs[i].length !== 0) {
+      runs[m] = runs[i];
+      m += 1;
+    }
   }
-  while (left.length > 1) {
+  while (m > 1) {
     let a = 0;
     let b = 1;
-    if (left[1].length < left[0].length) {
+    if (runs[1].length < runs[0].length) {
       a = 1;
       b = 0;
     }
-    for (let i = 2; i < left.length; i += 1) {
-      if (left[i].length < left[a].length) {
+    for (let i = 2; i < m; i += 1) {
+      if (runs[i].length < runs[a].length) {
         b = a;
         a = i;
-      } else if (left[i].length < left[b].length) {
+      } else if (runs[i].length < runs[b].length) {
         b = i;
       }
     }
-    left[a] = _mergeByStart(left[a], left[b]);
-    left[b] = left[left.length - 1];
-    left.pop();
+    runs[a] = _mergeByStart(runs[a], runs[b]);
+    runs[b] = runs[m - 1];
+    m -= 1;
   }
-  return _merged(left.length === 0 ? left : left[0]);
+  return m === 0 ? [] : _merged(runs[0]);
 }
 
 // Whether [start, stop) shares an offset with the normal list items: only the last pair that

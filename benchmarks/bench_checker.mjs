@@ -1,6 +1,6 @@
 // Cost of one decision by the JavaScript checker, against the seed's guard and two floors, in
 // one Node process (the columns of benchmarks/bench_checker.py):
-//   node benchmarks/bench_checker.mjs [--quick] [--repeat N]
+//   node benchmarks/bench_checker.mjs [--quick] [--repeat N] [--checker PATH]
 // The seed's guard is assert_compaction_safe transcribed (it reads only the truncations); the
 // floors are a sort of the 3k intervals plus one merging pass, and the pass alone (sorted input).
 //
@@ -15,7 +15,19 @@
 // - each side is warmed up first, then timed in repeats of about 5 ms taken in turn with the
 //   other sides (15 rounds unless --repeat N); the best repeat of each counts.
 // Ratios within one run are what count: the machine is shared.
-import { check, PROFILES } from "../js/tailguard-checker.mjs";
+import { pathToFileURL } from "node:url";
+
+const args = process.argv.slice(2);
+if (args.includes("--help")) {
+  console.log("usage: node benchmarks/bench_checker.mjs [--quick] [--repeat N] [--checker PATH]\n"
+    + "  --quick      stop at 1,000 intervals per list\n"
+    + "  --repeat N   rounds of timed repeats (default 15; the best of each side counts)\n"
+    + "  --checker P  time another build of the checker module (default js/tailguard-checker.mjs)");
+  process.exit(0);
+}
+const checkerPath = args.includes("--checker") ? pathToFileURL(args[args.indexOf("--checker") + 1]).href
+  : new URL("../js/tailguard-checker.mjs", import.meta.url).href;
+const { check, PROFILES } = await import(checkerPath);
 
 const VARIANTS = 8;
 
@@ -141,7 +153,6 @@ function bestOf(runs, cases, repeat) {
   return best;
 }
 
-const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const repeat = args.includes("--repeat") ? Number(args[args.indexOf("--repeat") + 1]) : 15;
 const sizes = [0, 1, 10, 100, 1000, 10000].filter((k) => !(quick && k > 1000));

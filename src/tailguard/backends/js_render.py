@@ -94,7 +94,7 @@ class _Compiler:
         match node:
             case ast.SetOp(op="|", left=l, right=r):
                 return self.terms(l) + self.terms(r)
-            case ast.Call(func="union", args=(x,)):
+            case ast.Call(func="union", args=(_,)):
                 return [self.as_set(node)]  # each term a normal list (sorted by start)
         if self.is_pair(node):
             return [f"[{self.pair_code(node)}]"]
@@ -576,8 +576,9 @@ def _gate_bounds(spec: Spec) -> tuple[str, str] | None:
         c = _Compiler(spec, spec.env)
         covered: set[str] = set()
         for node in _walk(prof.clause(prof.wellformed).holds):
-            if isinstance(node, ast.Quant) and node.kind == "all" and _bounds_of(node.body, node.var):
-                low, high = _bounds_of(node.body, node.var) or ()
+            bounds = _bounds_of(node.body, node.var) if isinstance(node, ast.Quant) and node.kind == "all" else None
+            if isinstance(node, ast.Quant) and bounds is not None:
+                low, high = bounds
                 if set(names(low)) | set(names(high)) <= ints:
                     found.add((c.expr(low), c.expr(high)))
                     covered |= set(node.sources) & lists

@@ -212,12 +212,23 @@ function _byStart(x, y) {
   return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
 }
 
-// The pairs of items (of integers) sorted by start, as a new array. When every start is non-negative,
+// The pairs of items (of integers) sorted by start, as a new array. Fewer than 32 by insertion;
+// else when every start is non-negative,
 // by numeric keys start * span + index (span: the power of two above the index; exact below 2^53)
 // in a Uint32Array when they fit, else a Float64Array: no comparison function is called; else by
 // comparisons.
 function _sortByStart(items) {
   const len = items.length;
+  if (len < 32) {  // short: an insertion sort is faster than setting up a typed array
+    const out = items.slice();
+    for (let i = 1; i < len; i += 1) {
+      const item = out[i];
+      let j = i;
+      for (; j > 0 && out[j - 1][0] > item[0]; j -= 1) out[j] = out[j - 1];
+      out[j] = item;
+    }
+    return out;
+  }
   let span = 1;
   while (span < len) span *= 2;
   let top = 0;

@@ -9,11 +9,12 @@
 //   site and type feedback are its own: every side may be inlined into its loop alike);
 // - the loop cycles through VARIANTS different cases of the same shape (offsets, lengths and,
 //   when shuffled, the order differ), so nothing is a constant of the loop;
-// - every result is consumed: each call's answer is checked (the seed's guard and the
-//   checker must allow every case, the floors must return their known number of runs), and a
+// - every result is consumed: each call's answer is checked (the seed's guard must allow, every
+//   profile must give the case's known decision, the floors their known number of runs), and a
 //   wrong answer stops the benchmark;
 // - each side is warmed up first, then timed in repeats of about 5 ms taken in turn with the
-//   other sides (15 rounds unless --repeat N); the best repeat of each counts.
+//   other sides (15 rounds unless --repeat N, each starting at another side); the best repeat
+//   of each counts.
 // Ratios within one run are what count: the machine is shared.
 import { pathToFileURL } from "node:url";
 
@@ -143,8 +144,11 @@ function bestOf(runs, cases, repeat) {
     numbers[name] = number;
   }
   const best = Object.fromEntries(Object.keys(runs).map((name) => [name, Infinity]));
+  const order = Object.entries(runs);
   for (let r = 0; r < repeat; r += 1) {
-    for (const [name, run] of Object.entries(runs)) {
+    // each round starts at another side, so that a collection of the garbage one side left
+    // (which falls at the same point of every round) does not land on the same side each time
+    for (const [name, run] of [...order.slice(r % order.length), ...order.slice(0, r % order.length)]) {
       const start = process.hrtime.bigint();
       sink += run(cases, numbers[name]);
       best[name] = Math.min(best[name], Number(process.hrtime.bigint() - start) / 1e9 / numbers[name]);

@@ -451,9 +451,9 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
 
 // The fast reader of check: one pass per list that reads and copies every pair of safe integers
 // low <= lo <= hi <= high (the bounds of the well-formedness gate); null when anything is unusual
-// (not an array, an item that is not such a pair, a pair out of bounds, over the limit), and the
-// exact reader (readFields) then reads the fields again, names the field and the reason, and the
-// gate checks the bounds.
+// (not an array, an item that is not such a pair, a pair out of bounds, more pairs than `room`
+// left under the limit), and the exact reader (readFields) then reads the fields again, names the
+// field and the reason, and the gate checks the bounds.
 const OBJECT_PROTOTYPE = Object.prototype;
 const ARRAY_VALUES = Array.prototype[Symbol.iterator];
 
@@ -464,10 +464,10 @@ function fastPair(value) {
   return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo, hi] : null;
 }
 
-function fastPairs(value, low, high) {
+function fastPairs(value, low, high, room) {
   if (!Array.isArray(value) || value[Symbol.iterator] !== ARRAY_VALUES) return null;
   const len = value.length;
-  if (len > MAX_INTERVALS) return null;
+  if (len > room) return null;
   const out = new Array(len);  // every slot is filled below (or null is returned)
   for (let i = 0; i < len; i += 1) {
     const item = value[i];
@@ -490,28 +490,36 @@ export function check(profile, fields = {}) {
   if (checker === undefined) {
     throw new CaseError("profile", `unknown profile ${show(profile)}; known: ${PROFILES.join(", ")}`);
   }
-  if (fields !== null && typeof fields === "object") {
+  fast: if (fields !== null && typeof fields === "object") {
     const proto = Object.getPrototypeOf(fields);
-    if (proto === null || (proto === OBJECT_PROTOTYPE && !("history_end" in OBJECT_PROTOTYPE) && !("tail_start" in OBJECT_PROTOTYPE) && !("summary_input" in OBJECT_PROTOTYPE) && !("summary_covers" in OBJECT_PROTOTYPE) && !("recovery_floor_span" in OBJECT_PROTOTYPE) && !("floor_unit" in OBJECT_PROTOTYPE) && !("truncator_unit" in OBJECT_PROTOTYPE) && !("prior_truncations" in OBJECT_PROTOTYPE) && !("prior_coverage" in OBJECT_PROTOTYPE) && !("spills" in OBJECT_PROTOTYPE))) {
-      const v_n = fields.history_end;
-      const v_t = fields.tail_start;
-      const v_I = fastPair(fields.summary_input);
-      const v_C = fastPair(fields.summary_covers);
-      const v_F = fields.recovery_floor_span;
-      const v_floor_unit = fields.floor_unit;
-      const v_truncator_unit = fields.truncator_unit;
-      const v_TR_given = fields.prior_truncations;
-      const v_PC_given = fields.prior_coverage;
-      const v_SP_given = fields.spills;
-      if (Number.isSafeInteger(v_n) && Number.isSafeInteger(v_t) && v_I !== null && v_C !== null && Number.isSafeInteger(v_F) && typeof v_floor_unit === "string" && typeof v_truncator_unit === "string") {
-        const v_TR = v_TR_given === undefined && !("prior_truncations" in fields) ? [] : fastPairs(v_TR_given, 0, v_n);
-        const v_PC = v_PC_given === undefined && !("prior_coverage" in fields) ? [] : fastPairs(v_PC_given, 0, v_n);
-        const v_SP = v_SP_given === undefined && !("spills" in fields) ? [] : fastPairs(v_SP_given, 0, v_n);
-        if (v_TR !== null && v_PC !== null && v_SP !== null && v_TR.length + v_PC.length + v_SP.length <= MAX_INTERVALS) {
-          return checker(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, true);
-        }
-      }
-    }
+    if (!(proto === null || (proto === OBJECT_PROTOTYPE && !("history_end" in OBJECT_PROTOTYPE) && !("tail_start" in OBJECT_PROTOTYPE) && !("summary_input" in OBJECT_PROTOTYPE) && !("summary_covers" in OBJECT_PROTOTYPE) && !("recovery_floor_span" in OBJECT_PROTOTYPE) && !("floor_unit" in OBJECT_PROTOTYPE) && !("truncator_unit" in OBJECT_PROTOTYPE) && !("prior_truncations" in OBJECT_PROTOTYPE) && !("prior_coverage" in OBJECT_PROTOTYPE) && !("spills" in OBJECT_PROTOTYPE)))) break fast;
+    let room = MAX_INTERVALS;
+    const v_n = fields.history_end;
+    if (!Number.isSafeInteger(v_n)) break fast;
+    const v_t = fields.tail_start;
+    if (!Number.isSafeInteger(v_t)) break fast;
+    const v_I = fastPair(fields.summary_input);
+    if (v_I === null) break fast;
+    const v_C = fastPair(fields.summary_covers);
+    if (v_C === null) break fast;
+    const v_F = fields.recovery_floor_span;
+    if (!Number.isSafeInteger(v_F)) break fast;
+    const v_floor_unit = fields.floor_unit;
+    if (typeof v_floor_unit !== "string") break fast;
+    const v_truncator_unit = fields.truncator_unit;
+    if (typeof v_truncator_unit !== "string") break fast;
+    const v_TR_given = fields.prior_truncations;
+    const v_TR = v_TR_given === undefined && !("prior_truncations" in fields) ? [] : fastPairs(v_TR_given, 0, v_n, room);
+    if (v_TR === null) break fast;
+    room -= v_TR.length;
+    const v_PC_given = fields.prior_coverage;
+    const v_PC = v_PC_given === undefined && !("prior_coverage" in fields) ? [] : fastPairs(v_PC_given, 0, v_n, room);
+    if (v_PC === null) break fast;
+    room -= v_PC.length;
+    const v_SP_given = fields.spills;
+    const v_SP = v_SP_given === undefined && !("spills" in fields) ? [] : fastPairs(v_SP_given, 0, v_n, room);
+    if (v_SP === null) break fast;
+    return checker(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, true);
   }
   const v = readFields(fields, true);
   return checker(v["history_end"], v["tail_start"], v["summary_input"], v["summary_covers"], v["recovery_floor_span"], v["floor_unit"], v["truncator_unit"], v["prior_truncations"], v["prior_coverage"], v["spills"], false);

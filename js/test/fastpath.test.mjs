@@ -99,6 +99,16 @@ test("unusual input gets the exact reader's error, naming the field", () => {
   assert.deepEqual(answer("strict", defaults), answer("strict", { ...c, spills: [] }));
 });
 
+test("the fast reader stops at the first unusual field, as the exact reader does", () => {
+  const c = randomCase(rng(13), 2, 1);
+  const tooFar = { get() { throw new Error("read a field the exact reader never reaches"); }, enumerable: true };
+  const early = Object.defineProperty({ ...c, history_end: 1.5 }, "spills", tooFar);
+  assert.deepEqual(answer("strict", early), { error: "history_end: expected an integer, got number 1.5" });
+  const over = Object.defineProperty({ ...c, prior_truncations: Array(100001).fill([0, 1]) }, "spills", tooFar);
+  assert.deepEqual(answer("strict", over), { error: "prior_truncations: more than 100000 intervals in the case "
+    + "(the limit; prior_truncations, prior_coverage and spills together)" });
+});
+
 test("a field inherited from a polluted Object.prototype is not read as the case's own", () => {
   const c = randomCase(rng(5), 3, 1);
   for (const [field, polluted] of [["spills", [[0, c.history_end]]], ["tail_start", 0], ["summary_covers", [0, 0]]]) {

@@ -529,9 +529,9 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
 _FAST_READER = """\
 // The fast reader of check: one pass per list that reads and copies every pair of safe integers
 // low <= lo <= hi <= high (the bounds of the well-formedness gate); null when anything is unusual
-// (not an array, an item that is not such a pair, a pair out of bounds, over the limit), and the
-// exact reader (readFields) then reads the fields again, names the field and the reason, and the
-// gate checks the bounds.
+// (not an array, an item that is not such a pair, a pair out of bounds, more pairs than `room`
+// left under the limit), and the exact reader (readFields) then reads the fields again, names the
+// field and the reason, and the gate checks the bounds.
 const OBJECT_PROTOTYPE = Object.prototype;
 const ARRAY_VALUES = Array.prototype[Symbol.iterator];
 
@@ -542,10 +542,10 @@ function fastPair(value) {
   return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo, hi] : null;
 }
 
-function fastPairs(value, low, high) {
+function fastPairs(value, low, high, room) {
   if (!Array.isArray(value) || value[Symbol.iterator] !== ARRAY_VALUES) return null;
   const len = value.length;
-  if (len > MAX_INTERVALS) return null;
+  if (len > room) return null;
   const out = new Array(len);  // every slot is filled below (or null is returned)
   for (let i = 0; i < len; i += 1) {
     const item = value[i];
@@ -575,11 +575,12 @@ def _walk(node: object) -> list[ast.Node]:
 def _gate_bounds(spec: Spec) -> tuple[str, str] | None:
     """``(low, high)`` as JavaScript when the well-formedness gate of every profile that has one
     bounds every list input by ``all(r in ...: low <= r.lo <= r.hi <= high)`` with the same ``low``
-    and ``high``, expressions of integer inputs only: the fast reader then checks each pair
-    against them as it reads (a pair outside is left to the exact reader and the gate), and the
-    gate skips ``_bounded`` when the reader did."""
+    and ``high``, expressions of integer inputs read before the lists: the fast reader then
+    checks each pair against them as it reads (a pair outside is left to the exact reader and the
+    gate), and the gate skips ``_bounded`` when the reader did."""
     lists = {i.symbol for i in spec.inputs if i.type == "intervals"}
-    ints = {i.symbol for i in spec.inputs if i.type == "int"}
+    first_list = next(n for n, i in enumerate(spec.inputs) if i.type == "intervals")
+    ints = {i.symbol for i in spec.inputs[:first_list] if i.type == "int"}  # read before any list
     found: set[tuple[str, str]] = set()
     for prof in spec.profiles:
         if not prof.wellformed:
@@ -599,45 +600,45 @@ def _gate_bounds(spec: Spec) -> tuple[str, str] | None:
 
 
 def _fast_check(spec: Spec) -> list[str]:
-    """The body of ``check`` after the profile: the fast reader inline, one local per field, then
-    the exact reader when anything is unusual. It reads an object whose prototype is
-    ``Object.prototype`` (none of the field names inherited from it) or null, so a property read
-    that is not undefined is the object's own, as the exact reader's ``Object.hasOwn`` requires."""
+    """The body of ``check`` after the profile: the fast reader inline, one local per field, in
+    the exact reader's order, leaving the block at the first unusual field (so that it reads no
+    field the exact reader would not have reached); then the exact reader. It reads an object
+    whose prototype is ``Object.prototype`` (none of the field names inherited from it) or null,
+    so a property read that is not undefined is the object's own, as the exact reader's
+    ``Object.hasOwn`` requires."""
     fields = [i.field for i in spec.inputs]
     low, high = _gate_bounds(spec) or ("-Infinity", "Infinity")
     lines = [
-        "  if (fields !== null && typeof fields === \"object\") {",
+        "  fast: if (fields !== null && typeof fields === \"object\") {",
         "    const proto = Object.getPrototypeOf(fields);",
-        "    if (proto === null || (proto === OBJECT_PROTOTYPE"
-        + "".join(f" && !({json.dumps(f)} in OBJECT_PROTOTYPE)" for f in fields) + ")) {",
+        "    if (!(proto === null || (proto === OBJECT_PROTOTYPE"
+        + "".join(f" && !({json.dumps(f)} in OBJECT_PROTOTYPE)" for f in fields) + "))) break fast;",
+        "    let room = MAX_INTERVALS;",
     ]
-    tests: list[str] = []
-    later: list[str] = []
     for i in spec.inputs:
         v = _var(i.symbol)
         get = f"fields.{i.field}" if i.field.isascii() and i.field.isidentifier() else f"fields[{json.dumps(i.field)}]"
         if i.type == "int":
-            lines.append(f"      const {v} = {get};")
-            tests.append(f"Number.isSafeInteger({v})")
+            lines.append(f"    const {v} = {get};")
+            lines.append(f"    if (!Number.isSafeInteger({v})) break fast;")
         elif i.type == "unit":
-            lines.append(f"      const {v} = {get};")
-            tests.append(f"typeof {v} === \"string\"")
+            lines.append(f"    const {v} = {get};")
+            lines.append(f"    if (typeof {v} !== \"string\") break fast;")
         elif i.type == "interval":
-            lines.append(f"      const {v} = fastPair({get});")
-            tests.append(f"{v} !== null")
+            lines.append(f"    const {v} = fastPair({get});")
+            lines.append(f"    if ({v} === null) break fast;")
         elif i.type == "intervals":
-            lines.append(f"      const {v}_given = {get};")
-            later.append(f"        const {v} = {v}_given === undefined && !({json.dumps(i.field)} in fields) ? [] "
-                         f": fastPairs({v}_given, {low}, {high});")
+            lines.append(f"    const {v}_given = {get};")
+            lines.append(f"    const {v} = {v}_given === undefined && !({json.dumps(i.field)} in fields) ? [] "
+                         f": fastPairs({v}_given, {low}, {high}, room);")
+            lines.append(f"    if ({v} === null) break fast;")
+            lines.append(f"    room -= {v}.length;")
         else:
             raise NoRule(f"no fast reader for the input type {i.type!r}")
-    lists = [_var(i.symbol) for i in spec.inputs if i.type == "intervals"]
-    lines.append("      if (" + " && ".join(tests) + ") {")
-    lines += later
-    lines.append("        if (" + " && ".join(f"{v} !== null" for v in lists) + " && "
-                 + " + ".join(f"{v}.length" for v in lists) + " <= MAX_INTERVALS) {")
-    lines.append(f"          return checker({', '.join(_var(i.symbol) for i in spec.inputs)}, true);")
-    lines += ["        }", "      }", "    }", "  }"]
+    if lines[-1].startswith("    room -= "):
+        lines.pop()  # no list after the last: room is not needed again
+    lines.append(f"    return checker({', '.join(_var(i.symbol) for i in spec.inputs)}, true);")
+    lines.append("  }")
     return lines
 
 

@@ -212,11 +212,10 @@ function _byStart(x, y) {
   return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
 }
 
-// The pairs of items (of integers) sorted by start, as a new array. Fewer than 32 by insertion;
-// else when every start is non-negative,
-// by numeric keys start * span + index (span: the power of two above the index; exact below 2^53)
-// in a Uint32Array when they fit, else a Float64Array: no comparison function is called; else by
-// comparisons.
+// The pairs of items (of integers) sorted by start, as a new array: fewer than 32 by insertion;
+// else, when every start is non-negative, by numeric keys start * span + index (span: the power
+// of two above the last index; exact below 2^53) in a Uint32Array when they fit, else in a
+// Float64Array, so that no comparison function is called; else by comparisons.
 function _sortByStart(items) {
   const len = items.length;
   if (len < 32) {  // short: an insertion sort is faster than setting up a typed array

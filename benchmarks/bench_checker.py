@@ -11,9 +11,12 @@ intervals (k truncations, k prior coverages, k spills):
   on sorted input, which is what a ledger or an adapter writes).
 
 The ratios are what count: the machine is shared, and absolute times move 15 to 20 % from
-run to run (NOTES.md), ratios within one run much less.
+run to run (NOTES.md), ratios within one run much less. Every column is timed the same way: by
+default the CPU time of this thread (``time.thread_time``), so that the time other jobs hold
+the core is not counted (on a loaded machine wall-clock ratios moved by 2x between runs);
+``--wall`` times by the wall clock (``time.perf_counter``, timeit's default) instead.
 
-    python benchmarks/bench_checker.py [--quick] [--repeat N]
+    python benchmarks/bench_checker.py [--quick] [--repeat N] [--wall]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import random
+import time
 import timeit
 from collections.abc import Callable
 
@@ -76,15 +80,21 @@ def linear_floor(case: dict[str, object]) -> None:
         merge_pass(case[field])  # type: ignore[arg-type]
 
 
+TIMER: Callable[[], float] = time.thread_time
+
+
 def best(stmt: Callable[[], object], number: int, repeat: int) -> float:
-    return min(timeit.repeat(stmt, number=number, repeat=repeat)) / number
+    return min(timeit.Timer(stmt, timer=TIMER).repeat(number=number, repeat=repeat)) / number
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="stop at 1,000 intervals per list")
     ap.add_argument("--repeat", type=int, default=7, help="timeit repeats (the best counts)")
+    ap.add_argument("--wall", action="store_true", help="time by the wall clock, not this thread's CPU time")
     args = ap.parse_args()
+    global TIMER
+    TIMER = time.perf_counter if args.wall else time.thread_time
     sizes = [k for k in SIZES if not (args.quick and k > 1_000)]
     profiles = [p for p in ("seed", "strict", "partitioned") if p in PROFILES]
     head = (f"{'k':>6} {'input':>8} {'seed guard':>11} " + " ".join(f"{p:>12}" for p in profiles)

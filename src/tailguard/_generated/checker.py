@@ -15,7 +15,6 @@ from __future__ import annotations
 import reprlib as _reprlib
 from bisect import bisect_left as _bisect_left
 from collections.abc import Callable, Iterable, Mapping
-from operator import le as _le
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -144,6 +143,13 @@ def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _gaps_from(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``_gaps(start, stop, items)`` for a normal list ``items``, the scan begun by one bisect
+    at the last pair that starts before ``start`` (every pair before that one ends before it)."""
+    j = _bisect_left(items, (start,)) - 1
+    return _gaps(start, stop, items[j:] if j > 0 else items)
+
+
 def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
     pair that starts before ``stop`` can, and it is found by one bisect."""
@@ -153,27 +159,15 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
 
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every item of ``items`` is a pair ``(lo, hi)`` with ``low <= lo <= hi <= high``: a tuple
-    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``; long lists
-    by builtins, one pass each: the item types, their lengths, the two columns' types, ``lo <=
-    hi`` pair by pair, the least start and the greatest end)."""
-    if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
-        for item in items:
-            if type(item) is not tuple or len(item) != 2:
-                return False
+    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``). One loop
+    with an early exit (on CPython 3.11 faster than passes of builtins at every length)."""
+    for item in items:
+        if type(item) is tuple and len(item) == 2:
             lo, hi = item
-            if type(lo) is not int or type(hi) is not int or not low <= lo <= hi <= high:
-                return False
-        return True
-    if set(map(type, items)) != _TUPLE_TYPE or set(map(len, items)) != _PAIR_LEN:
+            if type(lo) is int and type(hi) is int and low <= lo <= hi <= high:
+                continue
         return False
-    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
-    return (set(map(type, los)) == _INT_TYPE == set(map(type, his)) and all(map(_le, los, his))
-            and low <= min(los) and max(his) <= high)
-
-
-_PAIR_LEN = {2}
-_INT_TYPE = {int}
-_TUPLE_TYPE = {tuple}
+    return True
 
 
 def _fmt_set(s: list[tuple[int, int]]) -> str:
@@ -220,7 +214,7 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -261,7 +255,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps_from(v_C[0], v_C[1], _gaps_from(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out
@@ -275,7 +269,7 @@ def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int,
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -312,7 +306,7 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps_from(v_C[0], v_C[1], _gaps_from(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out
@@ -417,6 +411,8 @@ def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> list[tuple[int, int]] | 
 
 _GATES = {'strict': 'well_formed', 'partitioned': 'well_formed'}  # profile: its gate, when the gate bounds every pair of every list
 _PAIR_TYPES = {tuple, list}
+_INT_TYPE = {int}
+_TUPLE_TYPE = {tuple}
 _COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
 
 

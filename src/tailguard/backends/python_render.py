@@ -126,7 +126,9 @@ class PythonCompiler:
                 return f"_merged_runs({' + '.join(self.terms(node))})"
             case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
                 lo, hi = self.pair(l)
-                return f"_gaps({lo}, {hi}, {self.as_set(r)})"
+                # from the bisect of the start, unless it is 0 (then the scan starts at the front)
+                scan = "_gaps" if lo == "0" else "_gaps_from"
+                return f"{scan}({lo}, {hi}, {self.as_set(r)})"
         if self.is_pair(node):
             lo, hi = self.pair(node)
             return f"_gaps({lo}, {hi}, [])"
@@ -368,7 +370,6 @@ def render_python(spec: Spec) -> str:
         "import reprlib as _reprlib",
         "from bisect import bisect_left as _bisect_left",
         "from collections.abc import Callable, Iterable, Mapping",
-        "from operator import le as _le",
         "from typing import Any, NamedTuple",
         "",
         "__all__ = [",
@@ -610,6 +611,8 @@ def _render_api(spec: Spec) -> list[str]:
         "_GATES = {" + ", ".join(f"{p!r}: {g!r}" for p, g in gates.items()) + "}"
         "  # profile: its gate, when the gate bounds every pair of every list",
         "_PAIR_TYPES = {tuple, list}",
+        "_INT_TYPE = {int}",
+        "_TUPLE_TYPE = {tuple}",
         "_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair",
         "",
         "",
@@ -718,5 +721,5 @@ _PYTYPE = {
 
 def _primitives_source() -> str:
     """The helper code clause predicates run with, imports included (the vector search)."""
-    return ("from bisect import bisect_left as _bisect_left\nfrom operator import le as _le\n\n\n"
+    return ("from bisect import bisect_left as _bisect_left\n\n\n"
             + _algorithms_source())

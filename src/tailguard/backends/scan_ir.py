@@ -240,6 +240,13 @@ def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _gaps_from(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``_gaps(start, stop, items)`` for a normal list ``items``, the scan begun by one bisect
+    at the last pair that starts before ``start`` (every pair before that one ends before it)."""
+    j = _bisect_left(items, (start,)) - 1
+    return _gaps(start, stop, items[j:] if j > 0 else items)
+
+
 def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
     pair that starts before ``stop`` can, and it is found by one bisect."""
@@ -249,27 +256,15 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
 
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     """Every item of ``items`` is a pair ``(lo, hi)`` with ``low <= lo <= hi <= high``: a tuple
-    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``; long lists
-    by builtins, one pass each: the item types, their lengths, the two columns' types, ``lo <=
-    hi`` pair by pair, the least start and the greatest end)."""
-    if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
-        for item in items:
-            if type(item) is not tuple or len(item) != 2:
-                return False
+    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``). One loop
+    with an early exit (on CPython 3.11 faster than passes of builtins at every length)."""
+    for item in items:
+        if type(item) is tuple and len(item) == 2:
             lo, hi = item
-            if type(lo) is not int or type(hi) is not int or not low <= lo <= hi <= high:
-                return False
-        return True
-    if set(map(type, items)) != _TUPLE_TYPE or set(map(len, items)) != _PAIR_LEN:
+            if type(lo) is int and type(hi) is int and low <= lo <= hi <= high:
+                continue
         return False
-    los, his = zip(*items)  # noqa: B905 - pairs, checked above; zip(strict=) needs 3.10
-    return (set(map(type, los)) == _INT_TYPE == set(map(type, his)) and all(map(_le, los, his))
-            and low <= min(los) and max(his) <= high)
-
-
-_PAIR_LEN = {2}
-_INT_TYPE = {int}
-_TUPLE_TYPE = {tuple}
+    return True
 '''
 
 MERGED_JS = '''\

@@ -221,6 +221,41 @@ EXPLAINED: list[tuple[dict[str, Any], str, tuple[Any, ...], list[str]]] = [
       "guard fails closed"]),
     (_INCONSISTENT, "seed", ("refuse", ("units_agree",), ()),
      ["units_agree: recovery floor unit 'x' cannot be honored by truncator unit 'y'; guarantee is unenforceable"]),
+    (_SEAM, "partitioned", ("refuse", ("tail_intact", "seam_contiguous", "no_hole"), ((10, 12), (15, 16))), [
+        "tail_intact: prior truncation [15, 16) intersects retained tail [12, 20); the tail is not verbatim",
+        "seam_contiguous: summary coverage ends at 10 but the tail starts at 12; the seam has a gap",
+        "no_hole: offsets [10, 12), [15, 16) were evicted and are in no summary, spill or tail"]),
+    # F > n: the floor is clipped to [0, n)
+    ({**_MANY, "recovery_floor_span": 25}, "partitioned", (
+        "refuse", ("units_agree", "floor_in_tail", "tail_intact", "summary_honest", "no_hole"), ((1, 12),)), [
+        "units_agree: recovery floor unit 'turns' cannot be honored by truncator unit 'tokens'; the floor is "
+        "unenforceable",
+        "floor_in_tail: recovery floor [0, 20) is not inside retained tail [10, 20)",
+        "tail_intact: prior truncation [8, 12) intersects retained tail [10, 20); the tail is not verbatim",
+        "summary_honest: summary coverage [2, 18) claims offsets [2, 12), [15, 18) it never saw",
+        "no_hole: offsets [1, 12) were evicted and are in no summary, spill or tail"]),
+    ({**_MANY, "recovery_floor_span": 25}, "strict", (
+        "refuse", ("units_agree", "floor_in_input", "floor_in_tail", "tail_intact", "summary_honest", "no_hole"),
+        ((1, 12),)), [
+        "units_agree: recovery floor unit 'turns' cannot be honored by truncator unit 'tokens'; the floor is "
+        "unenforceable",
+        "floor_in_input: recovery floor [0, 20) is not inside summarizer input [12, 15)",
+        "floor_in_tail: recovery floor [0, 20) is not inside retained tail [10, 20)",
+        "tail_intact: prior truncation [8, 12) intersects retained tail [10, 20); the tail is not verbatim",
+        "summary_honest: summary coverage [2, 18) claims offsets [2, 12), [15, 18) it never saw",
+        "no_hole: offsets [1, 12) were evicted and are in no summary, spill or tail"]),
+    # a truncation inside the summary's input: the offsets it claims include it
+    ({**_MANY, "prior_truncations": [[8, 12], [1, 2], [13, 14]]}, "partitioned", (
+        "refuse", ("units_agree", "floor_in_tail", "tail_intact", "summary_honest", "no_hole"), ((1, 12), (13, 14))), [
+        "units_agree: recovery floor unit 'turns' cannot be honored by truncator unit 'tokens'; the floor is "
+        "unenforceable",
+        "floor_in_tail: recovery floor [5, 20) is not inside retained tail [10, 20)",
+        "tail_intact: prior truncation [8, 12) intersects retained tail [10, 20); the tail is not verbatim",
+        "summary_honest: summary coverage [2, 18) claims offsets [2, 12), [13, 14), [15, 18) it never saw",
+        "no_hole: offsets [1, 12), [13, 14) were evicted and are in no summary, spill or tail"]),
+    # the seed's witness is the first truncation that meets [t - F, t): not one ending at t - F or starting at t
+    ({**BASE, "prior_truncations": [[30, 36], [48, 50], [40, 44]]}, "seed", ("refuse", ("truncation_clear",), ()),
+     ["truncation_clear: prior truncation [40, 44) intersects recovery floor [36, 48); evidence already evicted"]),
 ]
 
 
@@ -233,3 +268,19 @@ def test_the_decision_and_its_explanation_exactly(case: dict[str, Any], profile:
                            "holes": [list(h) for h in decision[2]]}
     assert check(profile, **read_case(case)) == d
     assert explain(profile, d, **read_case(case)) == sentences
+
+
+def test_explain_takes_the_decision_it_is_given() -> None:
+    """explain trusts the decision: a clause listed as failed is explained even where the case has
+    no witness or no hole (the set then reads "nothing", the witness "an interval")."""
+    from tailguard._generated.checker import Decision
+
+    case = read_case(BASE)
+    assert explain("strict", Decision("refuse", ("no_hole",), ()), **case) == [
+        "no_hole: offsets nothing were evicted and are in no summary, spill or tail"]
+    assert explain("seed", Decision("refuse", ("truncation_clear",), ()), **case) == [
+        "truncation_clear: prior truncation an interval intersects recovery floor [36, 48); evidence already evicted"]
+    assert explain("partitioned", Decision("refuse", ("no_hole", "summary_honest"), ()), **case) == [
+        "summary_honest: summary coverage [8, 48) claims offsets nothing it never saw",
+        "no_hole: offsets nothing were evicted and are in no summary, spill or tail"]
+    assert explain("strict", Decision("allow", (), ((0, 8),)), **case) == []

@@ -164,6 +164,54 @@ holds = "t <= n"
 message = "t {t} past n {n}"
 
 [[profile]]
+id = "zoogate"
+doc = "A gate that is one quantifier bounding every list: check may hand the lists over unread."
+report = "all"
+wellformed = "g"
+
+[[profile.clause]]
+id = "g"
+meaning = "Every interval inside [0, n)."
+holds = "all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)"
+message = "out of range: {witness}"
+
+[[profile.clause]]
+id = "covered"
+meaning = "The coverage meets nothing truncated."
+holds = "all(r in TR: empty(r & C))"
+message = "truncation {witness} meets {C}"
+
+[[profile]]
+id = "zoopartial"
+doc = "A gate that bounds every list but the spills: check must read the spills."
+report = "all"
+wellformed = "g"
+
+[[profile.clause]]
+id = "g"
+meaning = "Every interval but the spills inside [0, n)."
+holds = "n >= 0 and all(r in I, C, TR, PC: 0 <= r.lo <= r.hi <= n)"
+message = "out of range ({why})"
+
+[[profile.clause]]
+id = "spilled"
+meaning = "Something spilled."
+holds = "not empty(union(SP))"
+message = "nothing spilled"
+
+[[profile]]
+id = "zoofield"
+doc = "A gate bounded by a field, not a number or an int input: check must read every list."
+report = "all"
+wellformed = "g"
+
+[[profile.clause]]
+id = "g"
+meaning = "Every list inside [0, I.hi]."
+holds = "all(r in C, TR, PC, SP: 0 <= r.lo <= r.hi <= I.hi)"
+message = "out of range: {witness}"
+
+[[profile]]
 id = "zoowhy"
 doc = "A why over a definition no placeholder names, in a profile of its own (zoo's witnesses name it)."
 report = "all"
@@ -225,7 +273,7 @@ def test_the_rendered_zoo_profiles_decide_as_the_z3_encoding(zoo: tuple[Spec, An
     spec, mod = zoo
     seen: set[tuple[str, str]] = set()
     for case in _cases(40):
-        for profile in ("zoo", "zoofirst", "zoowhy"):
+        for profile in ("zoo", "zoofirst", "zoowhy", "zoogate", "zoopartial", "zoofield"):
             got = mod.check_case(case, profile)
             want = z3_decide(spec, profile, mod.read_case(case))
             assert (got.decision, got.failed, _within(got.holes, case["history_end"])) == (
@@ -233,9 +281,36 @@ def test_the_rendered_zoo_profiles_decide_as_the_z3_encoding(zoo: tuple[Spec, An
             seen.update((profile, c) for c in got.failed)
             seen.add((profile, "holes" if got.holes else "no holes"))
     # every clause failed somewhere (nested: in test_the_rendered_zoo_sentences), holes found and not
-    want_seen = {(p.id, c.id) for p in spec.profiles if p.id.startswith("zoo") for c in p.clauses}
+    want_seen = {(p.id, c.id) for p in spec.profiles if p.id in ("zoo", "zoofirst", "zoowhy") for c in p.clauses}
     want_seen |= {("zoo", "holes"), ("zoo", "no holes"), ("zoofirst", "no holes"), ("zoowhy", "no holes")}
     assert seen >= want_seen - {("zoo", "nested")}, want_seen - seen
+
+
+@pytest.mark.parametrize("profile", ["zoogate", "zoopartial", "zoofield", "zoo", "strict"])
+@pytest.mark.parametrize(("field", "bad", "where", "reason"), [
+    ("prior_truncations", [(0, 1), (1.5, 2)], "prior_truncations[1][0]", "expected an integer, got float 1.5"),
+    ("prior_coverage", [[0, True]], "prior_coverage[0][1]", "expected an integer, got bool True"),
+    ("spills", [(0, 1), (2,)], "spills[1]", "expected a pair [lo, hi], got (2,)"),
+    ("spills", [(0, 10 ** 1000)], "spills[0][1]", "an integer of more than 1,000 digits (the limit)"),
+])
+def test_every_rendered_check_reads_a_bad_list_item_whatever_its_gate(
+        zoo: tuple[Spec, Any], profile: str, field: str, bad: Any, where: str, reason: str) -> None:
+    """A gate that bounds every list lets check skip reading them (the gate's _bounded types them);
+    a gate that bounds fewer, or by a bound not read under the digit limit, must not."""
+    _, mod = zoo
+    case = {**mod.read_case(ZOO_CASE), field: bad}
+    with pytest.raises(mod.CaseError) as err:
+        mod.check(profile, **case)
+    assert (err.value.field, err.value.reason) == (where, reason)
+
+
+def test_the_rendered_gates_that_bound_every_list(zoo: tuple[Spec, Any]) -> None:
+    _, mod = zoo
+    assert set(mod._GATES) == {"strict", "partitioned", "zoogate"}  # zoopartial, zoofield: read in full
+    good = mod.read_case({**ZOO_CASE, "summary_covers": [0, 3], "prior_truncations": [[3, 4]]})
+    for profile in ("zoogate", "zoopartial", "zoofield"):
+        assert mod.check(profile, **good) == mod.check_case({**ZOO_CASE, "summary_covers": [0, 3],
+                                                             "prior_truncations": [[3, 4]]}, profile)
 
 
 def test_the_rendered_zoo_tests_an_interval_for_emptiness_by_its_endpoints(zoo: tuple[Spec, Any]) -> None:

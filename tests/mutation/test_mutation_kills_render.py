@@ -254,9 +254,15 @@ def _module(text: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Spec, Any]:
-    spec = _spec(tmp_path_factory.mktemp("zoo"), ZOO)
-    return spec, _module(render_python(spec))
+def zoo_spec(tmp_path_factory: pytest.TempPathFactory) -> Spec:
+    return _spec(tmp_path_factory.mktemp("zoo"), ZOO)
+
+
+@pytest.fixture
+def zoo(zoo_spec: Spec) -> tuple[Spec, Any]:
+    """Rendered afresh for every test (30 ms): each test then reaches the renderer itself, so a
+    mutation run gives a renderer mutant every test that can see it."""
+    return zoo_spec, _module(render_python(zoo_spec))
 
 
 def _cases(k: int) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import io
 
 import pytest
 
+from tailguard import eventlog, jsonstrict
 from tailguard.eventlog import (
     Append,
     Compact,
@@ -17,8 +18,10 @@ from tailguard.eventlog import (
     Session,
     Spill,
     Truncate,
+    bounded_lines,
     iter_events,
     parse_event,
+    torn_reason,
 )
 
 HEADER = {"event": "session", "unit": "turns", "recovery_floor_span": 12, "floor_unit": "turns",
@@ -128,3 +131,160 @@ def test_write_event_writes_each_kind_as_its_method_does() -> None:
     m.spill(4, 6)
     assert out.getvalue() == want.getvalue()
     assert list(iter_events(out.getvalue().splitlines(keepends=True))) == events
+
+
+# -- the reader: exact messages, the limits at their edges, the torn last line --------------------
+
+LOG_HEADER = (b'{"event": "session", "unit": "turns", "recovery_floor_span": 2, "floor_unit": "turns", '
+              b'"truncator_unit": "turns"}\n')
+
+
+def _second_line_error(line: bytes, source: str = "t.jsonl") -> str:
+    with pytest.raises(EventLogError) as err:
+        list(iter_events([LOG_HEADER, line], source))
+    return str(err.value)
+
+
+def test_values_in_messages_are_json_bytes_are_repr_and_long_ones_are_cut() -> None:
+    with pytest.raises(EventLogError, match=r"^<event>:4: event: expected a JSON object, got b'ab'$"):
+        parse_event(b"ab", 4, first=False)
+    exact = "a" * 58  # its JSON is 60 characters: shown whole
+    with pytest.raises(EventLogError) as err:
+        parse_event({"event": "truncate", "range": exact}, 2, first=False)
+    assert err.value.reason == f'expected a pair [lo, hi] of integers, got "{exact}"'
+    longer = "a" * 59  # 61 characters: the first 57 and "..."
+    with pytest.raises(EventLogError) as err:
+        parse_event({"event": "truncate", "range": longer}, 2, first=False)
+    assert err.value.reason == 'expected a pair [lo, hi] of integers, got "' + "a" * 56 + "..."
+
+
+def _reason(obj: dict[str, object]) -> tuple[str, str]:
+    with pytest.raises(EventLogError) as err:
+        parse_event(obj, 3, first=False)
+    return err.value.field, err.value.reason
+
+
+COMPACT = {"event": "compact", "summary_input": [0, 4], "summary_covers": [0, 2], "tail_start": 2}
+REFUSAL = {"event": "refusal", "summary_input": [0, 4], "summary_covers": [0, 2], "tail_start": 2}
+
+
+def test_lineage_and_refusal_fields_name_the_element_at_fault() -> None:
+    assert parse_event({**COMPACT, "keeps": None, "saw": None}, 3, first=False) == Compact(
+        3, (0, 4), (0, 2), 2, None, None, None, ())
+    assert _reason({**COMPACT, "saw": ["a", 3]}) == ("saw[1]", "expected a summary id (string), got 3")
+    assert _reason({**COMPACT, "keeps": "a"}) == (
+        "keeps", 'expected a list of summary ids (strings) or null, got "a"')
+    assert _reason({**REFUSAL, "holes": 5}) == ("holes", "expected a list of [lo, hi] pairs, got 5")
+    assert _reason({**REFUSAL, "holes": [[0, 1], [2, "x"]]}) == ("holes[1][1]", 'expected an integer, got "x"')
+    assert _reason({**REFUSAL, "failed": "no_hole"}) == (
+        "failed", 'expected a list of clause ids (strings), got "no_hole"')
+    assert _reason({**REFUSAL, "failed": ["no_hole", 1]}) == (
+        "failed", 'expected a list of clause ids (strings), got ["no_hole", 1]')
+    assert _reason({"event": "truncate", "range": [1.5, 2]}) == ("range[0]", "expected an integer, got 1.5")
+    assert _reason({"event": "truncate", "range": [1, None]}) == ("range[1]", "expected an integer, got null")
+
+
+def test_an_append_line_read_one_at_a_time() -> None:
+    assert parse_event({"event": "append"}, 5, first=False) == Append(5, 1)  # count defaults to 1
+    assert parse_event({"event": "append", "count": 0}, 5, first=False) == Append(5, 0)
+    assert parse_event({"event": "append", "count": 7}, 5, first=False) == Append(5, 7)
+    assert _reason({"event": "append", "count": -1}) == ("count", "expected a count >= 0, got -1")
+    assert _second_line_error(b'{"event": "append", "count": -2}\n') == (
+        "t.jsonl:2: count: expected a count >= 0, got -2")
+
+
+def test_torn_reason_of_bytes_and_text() -> None:
+    assert torn_reason(b'{"event": ') == "not valid JSON: Expecting value, column 11"
+    assert torn_reason('{"event": ') == "not valid JSON: Expecting value, column 11"
+    for complete in (b'{"event": \n', b'{"event": \r', '{"event": \n', '{"event": \r', b"", b" \t", "  ",
+                     b'{"event": "append"}', '{"event": "append"}'):
+        assert torn_reason(complete) is None, complete
+    assert torn_reason(b'{"event": "\xe2\x82') == "cut inside a UTF-8 character at byte 12"
+    assert torn_reason(b"\x0c") == "not valid JSON: Expecting value, column 1"  # not JSON whitespace
+    assert torn_reason(b"X") == "not valid JSON: Expecting value, column 1"
+    # an over-limit value is not a tear (the reader reports it as an error of its own)
+    assert torn_reason(b"1" * 5000) is None
+    assert torn_reason(b"[" * 100_000 + b"]" * 100_000) is None
+
+
+def test_a_torn_last_line_is_passed_to_on_torn_and_ends_the_log() -> None:
+    torn: list[tuple[int, str]] = []
+    lines = [LOG_HEADER, b'{"event": "append"}\n', b'{"event": "app']
+    assert list(iter_events(lines, "t.jsonl", on_torn=lambda n, why: torn.append((n, why)))) == [
+        Session(1, "turns", 2, "turns", "turns"), Append(2, 1)]
+    assert torn == [(3, "not valid JSON: Unterminated string starting at, column 11")]
+    torn.clear()
+    cut = [LOG_HEADER, b'{"event": "append"}\n', b'{"event": "\xe2\x82']
+    assert len(list(iter_events(cut, "t.jsonl", on_torn=lambda n, why: torn.append((n, why))))) == 2
+    assert torn == [(3, "cut inside a UTF-8 character at byte 12")]
+    with pytest.raises(EventLogError, match=r"^t.jsonl:3: line: not valid JSON \(Unterminated string"):
+        list(iter_events(lines, "t.jsonl"))  # without on_torn it is an error like any other
+    with pytest.raises(EventLogError, match=r"^t.jsonl:3: line: not valid UTF-8 \(byte 12: unexpected end of data\)"):
+        list(iter_events(cut, "t.jsonl"))
+    # a torn header: reported, and the log has no header
+    torn.clear()
+    with pytest.raises(EventLogError, match=r"^t.jsonl:1: event: missing session header \(empty log\)$"):
+        list(iter_events([b'{"event": "ses'], "t.jsonl", on_torn=lambda n, why: torn.append((n, why))))
+    assert [n for n, _ in torn] == [1]
+    # a bad line that has its line end is not torn, even with on_torn
+    with pytest.raises(EventLogError, match=r"^t.jsonl:2: line: not valid JSON"):
+        list(iter_events([LOG_HEADER, b'{"event": \n'], "t.jsonl", on_torn=lambda n, why: torn.append((n, why))))
+    with pytest.raises(EventLogError, match=r"^t.jsonl:2: line: not valid UTF-8 \(byte 1: invalid start byte\)$"):
+        list(iter_events([LOG_HEADER, b"\xff\n"], "t.jsonl", on_torn=lambda n, why: torn.append((n, why))))
+
+
+def test_line_limit_at_its_edge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonstrict, "MAX_LINE_BYTES", 200)
+    line = b'{"event": "append"' + b" " * (200 - 20) + b"}\n"
+    assert len(line) == 200
+    assert list(iter_events([LOG_HEADER, line]))[1] == Append(2, 1)  # exactly at the limit
+    over = line[:-2] + b" }\n"
+    assert _second_line_error(over) == "t.jsonl:2: line: a line over the limit of 200 bytes"
+    with pytest.raises(EventLogError) as err:
+        list(iter_events([LOG_HEADER.decode(), over.decode()], "t.jsonl"))
+    assert str(err.value) == "t.jsonl:2: line: a line of 201 bytes is over the limit of 200 bytes"
+    # bounded_lines reads at most the limit plus one byte at a time
+    chunks = list(bounded_lines(io.BytesIO(b"x" * 450 + b"\n" + b"ab\n")))
+    assert [len(c) for c in chunks] == [201, 201, 49, 3]
+
+
+def test_messages_of_the_reader() -> None:
+    assert _second_line_error(b'{"a": 1, "a": 2}\n') == 't.jsonl:2: a: duplicate key "a" in one object'
+    assert _second_line_error(b'{"event": "append", "x": ' + b"1" * 1001 + b"}\n") == (
+        "t.jsonl:2: line: an integer of 1,001 digits (the limit is 1,000)")
+    # the column is that of the line without its line end; a trailing blank is part of the line
+    assert _second_line_error(b'{"event": "append" \n') == (
+        "t.jsonl:2: line: not valid JSON (Expecting ',' delimiter at column 20)")
+    assert _second_line_error(b'"\\X\n') == "t.jsonl:2: line: not valid JSON (Invalid \\escape at column 2)"
+    assert _second_line_error(b'{"event": "append", "count": NaN}\n') == (
+        "t.jsonl:2: line: not valid JSON (NaN is not JSON (numbers must be finite))")
+    # a value must start the line; only JSON whitespace is blank
+    assert _second_line_error(b'x{"event": "append"}\n') == "t.jsonl:2: line: not valid JSON (Expecting value at column 1)"
+    assert _second_line_error(b"\x0c\n") == "t.jsonl:2: line: not valid JSON (Expecting value at column 1)"
+    assert _second_line_error(b"X\n") == "t.jsonl:2: line: not valid JSON (Expecting value at column 1)"
+    assert list(iter_events([LOG_HEADER, b" \t\r\n", b"\n"]))[1:] == []
+    with pytest.raises(EventLogError, match=r"^<trace>:2: line: not valid JSON"):
+        list(iter_events([LOG_HEADER, b"X\n"]))  # the default source name
+
+
+def test_nesting_depth_is_checked_before_decoding() -> None:
+    # within 128 characters no line can nest past the limit: the decoder's own message
+    assert _second_line_error(b"[" * 127 + b"\n") == (
+        "t.jsonl:2: line: not valid JSON (Expecting value at column 128)")
+    for nest in (b"[" * 70 + b"]" * 70, b'{"a": ' * 70 + b"1" + b"}" * 70):
+        assert _second_line_error(b'{"event": "append", "x": ' + nest + b"}\n") == (
+            "t.jsonl:2: line: nested 71 deep (the limit is 64)")
+    within = b'{"event": "append", "x": ' + b"[" * 63 + b"]" * 63 + b"}\n"
+    assert list(iter_events([LOG_HEADER, within]))[1] == Append(2, 1)
+
+
+def test_a_recursion_error_of_the_decoder_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    scan = eventlog._SCAN
+
+    def deep(text: str, idx: int) -> object:
+        if text.startswith("[1]"):
+            raise RecursionError
+        return scan(text, idx)
+
+    monkeypatch.setattr(eventlog, "_SCAN", deep)
+    assert _second_line_error(b"[1]\n") == "t.jsonl:2: line: JSON nested too deeply"

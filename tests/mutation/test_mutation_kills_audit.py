@@ -176,3 +176,147 @@ def test_audit_of_stdin_on_a_terminal_shows_no_percentage(monkeypatch: pytest.Mo
     assert main(["audit", "-"], stdout=out, stderr=err) == 0
     assert err.getvalue() == "\rtailguard audit: 10 lines, 0 MB  " + "\r" + " " * 72 + "\r"
     assert out.getvalue() == "<stdin>: 0 compactions judged, all allowed (profile strict)\n"
+
+
+# -- run: messages, exit codes, the modes it dispatches to -------------------------------------
+
+TRACES = Path(__file__).resolve().parents[2] / "examples" / "traces"
+
+
+def _audit(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["audit", *args], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_html_needs_one_log_as_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = str(tmp_path / "r.html")
+    message = ("tailguard audit: --html: needs one log as a file (it is read a second time), not stdin or "
+               "several\n")
+    assert _audit("--html", page, "-") == (2, "", message)
+    assert _audit("--html", page, str(TRACES / "healthy.jsonl"), str(TRACES / "seed-incident.jsonl")) == (
+        2, "", message)
+    assert not (tmp_path / "r.html").exists()
+    # one file: the report as without --html, and the page, of the profile asked for
+    healthy = str(TRACES / "healthy.jsonl")
+    assert _audit("--profile", "seed", "--html", page, healthy) == (
+        0, f"{healthy}: 2 compactions judged, all allowed (profile seed)\n", "")
+    assert "<dt>profile</dt><dd>seed</dd>" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    code, out, err = _audit("--html", str(tmp_path / "no" / "r.html"), healthy)
+    assert (code, out) == (2, f"{healthy}: 2 compactions judged, all allowed (profile strict)\n")
+    assert err == f"tailguard audit: --html: cannot write {tmp_path / 'no' / 'r.html'}: No such file or directory\n"
+
+
+def test_several_logs_are_a_fleet_audit() -> None:
+    healthy, seed = str(TRACES / "healthy.jsonl"), str(TRACES / "seed-incident.jsonl")
+    code, out, err = _audit("--workers", "1", healthy, seed)
+    assert (code, err) == (1, "")
+    assert out.startswith("tailguard audit: 2 sessions (profile strict): 1 clean, 1 with refusals, 0 unreadable; ")
+    assert f"  {seed}: 1 of 1 compaction refused, first at line 5 (no_hole)\n" in out
+    tty = _Tty()
+    assert main(["audit", "--workers", "1", healthy, seed], stdout=io.StringIO(), stderr=tty) == 1
+    assert "tailguard audit: 2 of 2 sessions" in tty.getvalue()  # the fleet's progress, on its stderr
+
+
+def test_a_bad_profile_and_an_unreadable_log(tmp_path: Path) -> None:
+    assert _audit("--profile", "lenient", str(TRACES / "healthy.jsonl")) == (
+        2, "", "tailguard audit: --profile: unknown profile 'lenient'; choose one of seed, strict, partitioned\n")
+    missing = str(tmp_path / "missing.jsonl")
+    assert _audit(missing) == (2, "", f"tailguard audit: cannot read {missing}: No such file or directory\n")
+
+
+class _FailingRead(io.BytesIO):
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(HEADER.encode() + b"\n")
+        self.exc = exc
+        self.calls = 0
+
+    def readline(self, size: int | None = -1) -> bytes:
+        self.calls += 1
+        if self.calls > 1:
+            raise self.exc
+        return super().readline(size)
+
+
+@pytest.mark.parametrize(("exc", "why"), [(OSError(5, "Input/output error"), "Input/output error"),
+                                          (OSError("device gone"), "device gone")])
+def test_a_read_error_midway_is_exit_2(monkeypatch: pytest.MonkeyPatch, exc: OSError, why: str) -> None:
+    class _Stdin:
+        buffer = _FailingRead(exc)
+
+    monkeypatch.setattr(cli_audit.sys, "stdin", _Stdin)
+    assert _audit("-") == (2, "", f"tailguard audit: cannot read <stdin>: {why}\n")
+
+
+def test_a_log_that_is_not_utf8_is_read_as_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(HEADER.encode() + b'\n{"event": "append", "x": "\xff"}\n')
+    assert _audit(str(path)) == (2, "", f"{path}:2: line: not valid UTF-8 (byte 27: invalid start byte)\n")
+
+
+def test_a_torn_last_line_warns_or_with_strict_tail_fails(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(HEADER.encode() + b'\n{"event": "append", "count": 3}\n{"event": "app')
+    why = "not valid JSON: Unterminated string starting at, column 11"
+    code, out, err = _audit(str(path))
+    assert (code, out) == (0, f"{path}: 0 compactions judged, all allowed (profile strict)\n")
+    assert err == (f"{path}:3: warning: torn last line ignored (no line end; {why}); judged lines 1 to 2 "
+                   "(--strict-tail makes this an error)\n")
+    assert _audit("--strict-tail", str(path)) == (
+        2, "", f"{path}:3: line: torn last line (no line end; {why}); without --strict-tail the lines "
+               "before it are judged\n")
+
+
+def test_refused_attempts_logged_are_counted(tmp_path: Path) -> None:
+    refusal = ('{"event": "refusal", "summary_input": [0, 2], "summary_covers": [0, 1], "tail_start": 1, '
+               '"failed": ["no_hole"], "holes": [[0, 1]]}')
+    one = tmp_path / "one.jsonl"
+    one.write_text(f'{HEADER}\n{{"event": "append", "count": 2}}\n{refusal}\n')
+    two = tmp_path / "two.jsonl"
+    two.write_text(f'{HEADER}\n{{"event": "append", "count": 2}}\n{refusal}\n{refusal}\n{refusal}\n')
+    tail = " refused {} logged by the guard and not committed\n"
+    assert _audit(str(one)) == (
+        0, f"{one}: 0 compactions judged, all allowed (profile strict); 1" + tail.format("attempt"), "")
+    assert _audit(str(two)) == (
+        0, f"{two}: 0 compactions judged, all allowed (profile strict); 3" + tail.format("attempts"), "")
+    assert _audit("--summary", "--format", "json", str(two)) == (
+        0, '{"judged": 0, "violations": 0, "refusals": 3}\n', "")
+
+
+def test_audit_writes_the_full_json_report_unless_asked_for_a_summary() -> None:
+    out = io.StringIO()
+    lines = [HEADER.encode(), b'{"event": "append", "count": 2}',
+             b'{"event": "compact", "summary_input": [0, 2], "summary_covers": [0, 1], "tail_start": 1}']
+    assert cli_audit._audit(lines, "w", "strict", "json", out) == (1, 1)
+    assert out.getvalue().startswith('{"compactions": [{"line": 3, ')
+
+
+def test_the_report_is_spooled_in_utf8_and_goes_to_disk_past_its_memory_bound(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import codecs
+    import tempfile
+
+    made: list[tuple[tuple[object, ...], dict[str, object], tempfile.SpooledTemporaryFile[str]]] = []
+    real = tempfile.SpooledTemporaryFile
+
+    def spool(*args: object, **kwargs: object) -> tempfile.SpooledTemporaryFile[str]:
+        f = real(*args, **kwargs)  # type: ignore[call-overload]
+        made.append((args, kwargs, f))
+        return f  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(cli_audit.tempfile, "SpooledTemporaryFile", spool)
+    monkeypatch.setattr(cli_audit, "_SPOOL_BYTES", 64)
+    path = tmp_path / "t.jsonl"
+    # a lone surrogate and a non-ASCII character in summary ids: the text report names them
+    path.write_text(HEADER + '\n{"event": "append", "count": 4}\n{"event": "truncate", "range": [0, 1]}\n'
+                    '{"event": "compact", "summary_input": [1, 4], "summary_covers": [1, 2], "tail_start": 2, '
+                    '"summary": "\\udc80\u00e9"}\n{"event": "append", "count": 2}\n'
+                    '{"event": "compact", "summary_input": [2, 6], "summary_covers": [2, 4], "tail_start": 4, '
+                    '"saw": [], "override": "ops"}\n', encoding="utf-8")
+    code, out, err = _audit(str(path))
+    assert (code, err) == (1, "")
+    assert "summary '\\udc80\u00e9' (line 4)" in out  # the surrogate escaped, the rest as it is
+    ((args, kwargs, f),) = made
+    assert args == (64,) and kwargs["mode"] == "w+" and kwargs["errors"] == "backslashreplace"
+    assert codecs.lookup(str(kwargs["encoding"])).name == "utf-8"
+    assert f._rolled  # type: ignore[attr-defined]  # past 64 bytes it went to a file

@@ -259,9 +259,8 @@ def test_messages_of_the_reader() -> None:
     assert _second_line_error(b'{"event": "append", "count": NaN}\n') == (
         "t.jsonl:2: line: not valid JSON (NaN is not JSON (numbers must be finite))")
     # a value must start the line; only JSON whitespace is blank
-    assert _second_line_error(b'x{"event": "append"}\n') == "t.jsonl:2: line: not valid JSON (Expecting value at column 1)"
-    assert _second_line_error(b"\x0c\n") == "t.jsonl:2: line: not valid JSON (Expecting value at column 1)"
-    assert _second_line_error(b"X\n") == "t.jsonl:2: line: not valid JSON (Expecting value at column 1)"
+    for garbage in (b'x{"event": "append"}\n', b"\x0c\n", b"X\n"):
+        assert _second_line_error(garbage) == "t.jsonl:2: line: not valid JSON (Expecting value at column 1)"
     assert list(iter_events([LOG_HEADER, b" \t\r\n", b"\n"]))[1:] == []
     with pytest.raises(EventLogError, match=r"^<trace>:2: line: not valid JSON"):
         list(iter_events([LOG_HEADER, b"X\n"]))  # the default source name

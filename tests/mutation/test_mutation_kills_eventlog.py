@@ -226,6 +226,10 @@ def test_a_torn_last_line_is_passed_to_on_torn_and_ends_the_log() -> None:
     with pytest.raises(EventLogError, match=r"^t.jsonl:1: event: missing session header \(empty log\)$"):
         list(iter_events([b'{"event": "ses'], "t.jsonl", on_torn=lambda n, why: torn.append((n, why))))
     assert [n for n, _ in torn] == [1]
+    torn.clear()
+    with pytest.raises(EventLogError, match=r"^t.jsonl:1: event: missing session header \(empty log\)$"):
+        list(iter_events([b'{"event": "\xe2\x82'], "t.jsonl", on_torn=lambda n, why: torn.append((n, why))))
+    assert torn == [(1, "cut inside a UTF-8 character at byte 12")]
     # a bad line that has its line end is not torn, even with on_torn
     with pytest.raises(EventLogError, match=r"^t.jsonl:2: line: not valid JSON"):
         list(iter_events([LOG_HEADER, b'{"event": \n'], "t.jsonl", on_torn=lambda n, why: torn.append((n, why))))
@@ -250,6 +254,8 @@ def test_line_limit_at_its_edge(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_messages_of_the_reader() -> None:
     assert _second_line_error(b'{"a": 1, "a": 2}\n') == 't.jsonl:2: a: duplicate key "a" in one object'
+    # a repeated empty key cannot name the field: the line is named
+    assert _second_line_error(b'{"": 1, "": 2}\n') == 't.jsonl:2: line: duplicate key "" in one object'
     assert _second_line_error(b'{"event": "append", "x": ' + b"1" * 1001 + b"}\n") == (
         "t.jsonl:2: line: an integer of 1,001 digits (the limit is 1,000)")
     # the column is that of the line without its line end; a trailing blank is part of the line

@@ -1,5 +1,8 @@
-"""Tests written to kill surviving mutants of ``tailguard.eventlog`` (tools/mutation.sh):
-``parse_event``, the one-line reader adapters and tools call, was reached by no test."""
+"""Tests written to kill surviving mutants of ``tailguard.eventlog`` (tools/mutation.sh).
+
+``parse_event`` (the one-line reader adapters and tools call) was reached by no test; the rest pin
+the writer's exact lines and flushes, the reader's exact messages (field, line, the value shown),
+its limits at their edges (line length, nesting depth, integer digits) and the torn last line."""
 
 from __future__ import annotations
 

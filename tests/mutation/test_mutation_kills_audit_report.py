@@ -55,7 +55,7 @@ def test_the_sentence_shows_four_ranges_per_group_and_three_groups() -> None:
     groups = [(0, 1, 5), (2, 3, 6), (4, 5, 7), (6, 7, 8), (8, 9, 8)]
     assert still_open_sentence(groups) == (
         "offsets [0, 1) still open since line 5; offsets [2, 3) still open since line 6; offsets [4, 5) still "
-        "open since line 7; 2 more still open since 1 later compactions (line 8) (explained where first reported)")
+        "open since line 7; 2 more still open since 1 later compaction (line 8) (explained where first reported)")
     assert still_open_sentence([*groups, (10, 11, 9)]).endswith(
         "; 3 more still open since 2 later compactions (lines 8 to 9) (explained where first reported)")
 

@@ -458,3 +458,28 @@ def test_the_vector_search_primitives_run() -> None:
     assert p.holds(parse("C subset I \\ TRU"), case)
     assert not p.holds(parse("[0, n) subset covered"), case)
     assert p.holds(parse("all(r in TR: r.lo < t) or known(floor_unit)"), case)
+
+
+def test_a_placeholder_written_with_spaces_renders(tmp_path: Path) -> None:
+    """``{ t }`` is accepted by the loader as ``{t}``; the rendered explain once raised KeyError."""
+    extra = '''
+[[profile]]
+id = "spaced"
+doc = "A message whose placeholders are written with spaces."
+report = "all"
+wellformed = ""
+
+[[profile.clause]]
+id = "spaced_seam"
+meaning = "The seam, with spaced placeholders."
+holds = "t == 0 or d >= t"
+message = "coverage ends at { d } but the tail starts at {t }"
+'''
+    spec = _spec(tmp_path, extra)
+    mod = _module(render_python(spec))
+    case = {"history_end": 10, "tail_start": 6, "summary_input": [0, 10], "summary_covers": [0, 4],
+            "recovery_floor_span": 2, "floor_unit": "turns", "truncator_unit": "turns"}
+    decision = mod.check("spaced", **case)
+    assert decision.failed == ("spaced_seam",)
+    assert mod.explain("spaced", decision, **case) == [
+        "spaced_seam: coverage ends at 4 but the tail starts at 6"]

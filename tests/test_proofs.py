@@ -455,10 +455,14 @@ def test_t18_fails_on_an_edited_file_as_a_whole() -> None:
 
 
 @pytest.mark.parametrize(("what", "old", "new"), [
-    ("a list item let through", "        if type(item) is tuple and len(item) == 2:\n            lo, hi = item\n",
-     "        if len(item) == 2:\n            lo, hi = item\n"),
-    ("a float let through", "            if type(lo) is int and type(hi) is int:\n                if lo < low",
-     "            if type(lo) is int:\n                if lo < low"),
+    ("a list item let through", "        if type_(item) is tuple_ and len_(item) == 2:\n            lo, hi = item\n",
+     "        if len_(item) == 2:\n            lo, hi = item\n"),
+    ("a float let through", "            if type_(lo) is int_ and type_(hi) is int_:\n                if lo < low",
+     "            if type_(lo) is int_:\n                if lo < low"),
+    ("the int test's local is float", "    type_, tuple_, int_, len_ = type, tuple, int, len",
+     "    type_, tuple_, int_, len_ = type, tuple, float, len"),
+    ("the int test's local rebound in the loop", "            lo, hi = item\n            if type_(lo)",
+     "            lo, hi = item\n            int_ = float\n            if type_(lo)"),
     ("the bad item falls into the body", "                continue\n        ordered = False\n",
      "        ordered = False\n"),
 ])

@@ -130,10 +130,11 @@ def _merge_run_bounded(low: int, high: int, items: list[tuple[int, int]]) -> lis
     started = False
     run_lo = 0
     run_hi = 0
+    type_, tuple_, int_, len_ = type, tuple, int, len  # the type tests' builtins as locals
     for item in items:
-        if type(item) is tuple and len(item) == 2:
+        if type_(item) is tuple_ and len_(item) == 2:
             lo, hi = item
-            if type(lo) is int and type(hi) is int:
+            if type_(lo) is int_ and type_(hi) is int_:
                 if lo < low or hi < lo or hi > high:
                     ordered = False
                     break

@@ -413,10 +413,13 @@ def _py_stmts(stmts: tuple[Stmt, ...], indent: str) -> list[str]:
 
 
 #: the head of a typed loop (``Func.untyped``): the body runs on a tuple of two ``int``
-_PY_TYPED = ("        if type(item) is tuple and len(item) == 2:",
+_PY_TYPED = ("        if type_(item) is tuple_ and len_(item) == 2:",
              "            lo, hi = item",
-             "            if type(lo) is int and type(hi) is int:")
-_PY_TYPED_TESTS = ("type(item) is tuple and len(item) == 2", "type(lo) is int and type(hi) is int")
+             "            if type_(lo) is int_ and type_(hi) is int_:")
+_PY_TYPED_TESTS = ("type_(item) is tuple_ and len_(item) == 2", "type_(lo) is int_ and type_(hi) is int_")
+#: the builtins of the type tests as locals, bound before a typed loop (a local is read faster
+#: than a builtin in the loop; T18 reads this line as text)
+_PY_TYPED_LOCALS = "type_, tuple_, int_, len_ = type, tuple, int, len"
 
 
 def render_py(f: Func) -> str:
@@ -435,7 +438,8 @@ def render_py(f: Func) -> str:
         lines.append("    out: list[tuple[int, int]] = []")
     lines += _py_stmts(f.state, "    ")
     if f.items and f.untyped:
-        lines += [f"    for item in {f.items}:", *_PY_TYPED]
+        lines += [f"    {_PY_TYPED_LOCALS}  # the type tests' builtins as locals",
+                  f"    for item in {f.items}:", *_PY_TYPED]
         lines += _py_stmts(f.body, "                ")
         lines.append("                continue")
         lines += _py_stmts(f.untyped, "        ")
@@ -658,6 +662,14 @@ def parse_py(source: str, name: str) -> Func:
         items = loop.iter.id
         if isinstance(loop.target, pyast.Name) and loop.target.id == "item":
             loop_body, untyped = _typed_loop(loop)
+            if i == 0 or pyast.dump(body[i - 1]) != pyast.dump(pyast.parse(_PY_TYPED_LOCALS).body[0]):
+                raise NotInForm(f"line {loop.lineno}: a typed loop must follow `{_PY_TYPED_LOCALS}`")
+            stores = [n for n in pyast.walk(fn) if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store)
+                      and n.id in ("type_", "tuple_", "int_", "len_")]
+            if len(stores) != 4:
+                raise NotInForm(f"line {loop.lineno}: the type tests' locals are assigned again")
+            body = [*body[:i - 1], *body[i:]]
+            i -= 1
         elif pyast.unparse(loop.target) in ("(lo, hi)", "lo, hi"):
             loop_body = _stmts(loop.body)
         else:

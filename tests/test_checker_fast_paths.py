@@ -148,3 +148,13 @@ def test_the_fused_pass_runs_once_per_gated_list() -> None:
     for profile in ("strict", "partitioned"):
         src = inspect.getsource(checker._CHECKERS[profile])
         assert src.count("_merged_bounded(") == 3 and src.count("_bounded(") == 3, profile
+
+
+def test_the_fused_pass_does_not_give_up_on_sorted_bounded_pairs() -> None:
+    """Speed, not correctness (so not in T18): sorted pairs in bounds take the one pass."""
+    import random
+
+    rng = random.Random(3)
+    for n in range(30):
+        pairs = sorted((lo, lo + rng.randint(0, 6)) for lo in (rng.randint(0, 90) for _ in range(n)))
+        assert checker._merge_run_bounded(0, 100, pairs) == checker._merged(pairs), pairs

@@ -80,6 +80,51 @@ function _gaps(start, stop, items) {
   return out;
 }
 
+// ``_merge_run(items)`` in the same one pass that checks every item is a pair of two ``int`` with ``low <= lo <= hi <= high`` (the gate's bound and the union in one traversal); None when some item is not, or when the pairs are not sorted (then ``_merged_bounded`` tells the two apart).
+function _merge_run_bounded(low, high, items) {
+  const out = [];
+  let ordered = true;
+  let started = false;
+  let run_lo = 0;
+  let run_hi = 0;
+  for (const item of items) {
+    if (Array.isArray(item) && item.length === 2) {
+      const lo = item[0];
+      const hi = item[1];
+      if (Number.isSafeInteger(lo) && Number.isSafeInteger(hi)) {
+        if (lo < low || hi < lo || hi > high) {
+          ordered = false;
+          break;
+        } else if (lo < hi) {
+          if (!(started)) {
+            started = true;
+            run_lo = lo;
+            run_hi = hi;
+          } else if (lo < run_lo) {
+            ordered = false;
+            break;
+          } else if (lo <= run_hi) {
+            if (hi > run_hi) {
+              run_hi = hi;
+            }
+          } else {
+            out.push([run_lo, run_hi]);
+            run_lo = lo;
+            run_hi = hi;
+          }
+        }
+        continue;
+      }
+    }
+    ordered = false;
+    break;
+  }
+  if (ordered && started) {
+    out.push([run_lo, run_hi]);
+  }
+  return ordered ? out : null;
+}
+
 // Sorting and joining (not interval algebra: each returns the pairs it was given, in another order
 // or as they are; the union is then _merge_run's, which T18 proves right whenever it succeeds and
 // successful on any list sorted by start).

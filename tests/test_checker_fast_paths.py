@@ -118,3 +118,43 @@ def test_any_item_decides_or_fails_as_the_full_reading(profile: str, length: int
                 except CaseError as exc:
                     got = ("CaseError", exc.field, exc.reason)
                 assert got == want, (what, field, at, kind)
+
+
+ODD_ITEMS: list[Any] = [[3, 4], (3.0, 4), (3, 4.0), (True, 4), (3, 4, 5), (3,), "34", None, (-1, 4), (3, 101), (5, 4)]
+
+
+def _merged_bounded_by_parts(items: Any, low: int, high: int) -> Any:
+    return checker._merged(list(items)) if checker._bounded(items, low, high) else None
+
+
+@pytest.mark.parametrize("odd", ODD_ITEMS, ids=repr)
+@pytest.mark.parametrize("where", [0, 1, 5, 9])
+@pytest.mark.parametrize("order", ["sorted", "reversed"])
+def test_the_fused_pass_is_the_bound_then_the_union(odd: Any, where: int, order: str) -> None:
+    """``_merged_bounded`` (the gate's bound and the union in one pass) is ``_merged`` when
+    ``_bounded`` holds and None otherwise, whatever the odd item and wherever it sits, on sorted
+    lists (one pass) and unsorted ones (the bound, then a sort)."""
+    pairs: list[Any] = [(10 * i, 10 * i + 5 + (i % 3) * 4) for i in range(10)]
+    if order == "reversed":
+        pairs.reverse()
+    for items in (pairs, [*pairs[:where], odd, *pairs[where:]], tuple(pairs[:where])):
+        assert checker._merged_bounded(items, 0, 100) == _merged_bounded_by_parts(items, 0, 100), items
+
+
+def test_the_fused_pass_runs_once_per_gated_list() -> None:
+    """The gated profiles call ``_merged_bounded`` once per list (no ``_bounded`` pass of their own)."""
+    import inspect
+
+    for profile in ("strict", "partitioned"):
+        src = inspect.getsource(checker._CHECKERS[profile])
+        assert src.count("_merged_bounded(") == 3 and src.count("_bounded(") == 3, profile
+
+
+def test_the_fused_pass_does_not_give_up_on_sorted_bounded_pairs() -> None:
+    """Speed, not correctness (so not in T18): sorted pairs in bounds take the one pass."""
+    import random
+
+    rng = random.Random(3)
+    for n in range(30):
+        pairs = sorted((lo, lo + rng.randint(0, 6)) for lo in (rng.randint(0, 90) for _ in range(n)))
+        assert checker._merge_run_bounded(0, 100, pairs) == checker._merged(pairs), pairs

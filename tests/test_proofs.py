@@ -361,9 +361,8 @@ CHECKER_BREAKS: list[tuple[str, str, str, str]] = [
      "(v_T[0] <= v_Phi[0] + 1 and v_Phi[1] <= v_T[1])", "decision"),
     ("no_hole: holes from 1", "h_no_hole = _gaps(0, v_n, v_covered)", "h_no_hole = _gaps(1, v_n, v_covered)",
      "decision"),
-    ("covered forgets spills", "_merged_runs(_merged(v_PC) + _merged(v_SP) + ", "_merged_runs(_merged(v_PC) + ",
-     "decision"),
-    ("covered takes the truncations for the spills", "_merged(v_SP) + ", "_merged(v_TR) + ", "decision"),
+    ("covered forgets spills", "_merged_runs(u_PC + u_SP + ", "_merged_runs(u_PC + ", "decision"),
+    ("covered takes the truncations for the spills", "u_PC + u_SP + ", "u_PC + v_TRU + ", "decision"),
     ("_ALLOW is a refusal", '_ALLOW = Decision("allow", (), ())', '_ALLOW = Decision("refuse", (), ())', "decision"),
     ("_ALLOW reassigned", '_ALLOW = Decision("allow", (), ())  #',
      '_ALLOW = Decision("allow", (), ())\n_ALLOW = Decision("refuse", (), ())  #', "decision"),
@@ -379,10 +378,25 @@ CHECKER_BREAKS: list[tuple[str, str, str, str]] = [
     ("_bounded: the end not bounded", "and low <= lo <= hi <= high:\n", "and low <= lo <= hi:\n", "decision"),
     ("T \\ TRU scanned from the wrong start", "_gaps_from(v_T[0], v_T[1], v_TRU)",
      "_gaps_from(v_T[0] + 1, v_T[1], v_TRU)", "decision"),
-    ("the gate skips a non-empty list", "(not v_SP or _bounded(v_SP, 0, v_n))", "(v_SP or _bounded(v_SP, 0, v_n))",
+    ("the gate skips a non-empty list", "(u_SP is not None)", "(u_SP is not None or v_SP)", "decision"),
+    ("the gate skips the spills", "(u_SP is not None)", "(u_PC is not None)", "decision"),
+    ("the gate forgets the truncations", "(v_TRU is not None) and ", "", "decision"),
+    ("the fused bound one past n", "u_SP = _merged_bounded(v_SP, 0, v_n)", "u_SP = _merged_bounded(v_SP, 0, v_n + 1)",
      "decision"),
-    ("the gate skips the spills", "(not v_SP or _bounded(v_SP, 0, v_n))", "(not v_PC or _bounded(v_SP, 0, v_n))",
+    ("the fused pass on the wrong list", "u_SP = _merged_bounded(v_SP, 0, v_n)", "u_SP = _merged_bounded(v_PC, 0, v_n)",
      "decision"),
+    ("_merged_bounded: the sort without the bound", "    if out is None and _bounded(items, low, high):",
+     "    if out is None:", "decision"),
+    ("a plain merge in place of the fused pass", "u_SP = _merged_bounded(v_SP, 0, v_n)", "u_SP = _merged(v_SP)",
+     "decision"),
+    ("_merge_run_bounded: the end not bounded", "                if lo < low or hi < lo or hi > high:",
+     "                if lo < low or hi < lo:", "_merge_run_bounded"),
+    ("_merge_run_bounded: an inverted pair let through", "                if lo < low or hi < lo or hi > high:",
+     "                if lo < low or hi > high:", "_merge_run_bounded"),
+    ("_merge_run_bounded: adjacent runs not joined", "                    elif lo <= run_hi:",
+     "                    elif lo < run_hi:", "_merge_run_bounded"),
+    ("_merge_run_bounded: a bad item skipped", "                continue\n        ordered = False\n        break\n",
+     "                continue\n        break\n", "_merge_run_bounded"),
     ("_meets: last pair missed", "    j = _bisect_left(items, (stop,)) - 1\n",
      "    j = _bisect_left(items, (stop,)) - 2\n", "decision"),
     ("clauses reordered", "    if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous",
@@ -424,6 +438,7 @@ def test_a_bug_in_the_generated_checker_fails_t18(what: str, old: str, new: str,
     else:
         funcs = runtime_algorithms.read_algorithms(source)
         parts = (runtime_algorithms.merge_run_parts(funcs[where]) if where == "_merge_run"
+                 else runtime_algorithms.merge_run_bounded_parts(funcs[where]) if where == "_merge_run_bounded"
                  else runtime_algorithms.gaps_parts(funcs[where]))
     with solver_settings(rlimit=5_000_000):  # a broken invariant step can only run out of budget
         failed = next(((name, r) for name, r in parts if r.status != "proved"), None)
@@ -437,6 +452,24 @@ def test_t18_fails_on_an_edited_file_as_a_whole() -> None:
                      "    for lo, hi in reversed(items):\n        if lo >= stop:")
     result = runtime_algorithms.runtime_algorithms_are_the_spec(source=source)
     assert result.status == "counterexample" and "not in the proved form" in result.detail, result
+
+
+@pytest.mark.parametrize(("what", "old", "new"), [
+    ("a list item let through", "        if type_(item) is tuple_ and len_(item) == 2:\n            lo, hi = item\n",
+     "        if len_(item) == 2:\n            lo, hi = item\n"),
+    ("a float let through", "            if type_(lo) is int_ and type_(hi) is int_:\n                if lo < low",
+     "            if type_(lo) is int_:\n                if lo < low"),
+    ("the int test's local is float", "    type_, tuple_, int_, len_ = type, tuple, int, len",
+     "    type_, tuple_, int_, len_ = type, tuple, float, len"),
+    ("the int test's local rebound in the loop", "            lo, hi = item\n            if type_(lo)",
+     "            lo, hi = item\n            int_ = float\n            if type_(lo)"),
+    ("the bad item falls into the body", "                continue\n        ordered = False\n",
+     "        ordered = False\n"),
+])
+def test_t18_fails_when_the_fused_pass_loses_a_type_test(what: str, old: str, new: str) -> None:
+    """The type tests of the typed loop are read as text: without one the file is not in the form."""
+    result = runtime_algorithms.runtime_algorithms_are_the_spec(source=_edited(old, new))
+    assert result.status == "counterexample" and "not in the proved form" in result.detail, (what, result)
 
 
 def test_t18_holds_on_the_committed_checker_and_reads_every_function() -> None:

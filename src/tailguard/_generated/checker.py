@@ -123,6 +123,44 @@ def _gaps(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int
     return out
 
 
+def _merge_run_bounded(low: int, high: int, items: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """``_merge_run(items)`` in the same one pass that checks every item is a pair of two ``int`` with ``low <= lo <= hi <= high`` (the gate's bound and the union in one traversal); None when some item is not, or when the pairs are not sorted (then ``_merged_bounded`` tells the two apart)."""
+    out: list[tuple[int, int]] = []
+    ordered = True
+    started = False
+    run_lo = 0
+    run_hi = 0
+    type_, tuple_, int_, len_ = type, tuple, int, len  # the type tests' builtins as locals
+    for item in items:
+        if type_(item) is tuple_ and len_(item) == 2:
+            lo, hi = item
+            if type_(lo) is int_ and type_(hi) is int_:
+                if lo < low or hi < lo or hi > high:
+                    ordered = False
+                    break
+                elif lo < hi:
+                    if not started:
+                        started = True
+                        run_lo = lo
+                        run_hi = hi
+                    elif lo < run_lo:
+                        ordered = False
+                        break
+                    elif lo <= run_hi:
+                        if hi > run_hi:
+                            run_hi = hi
+                    else:
+                        out.append((run_lo, run_hi))
+                        run_lo = lo
+                        run_hi = hi
+                continue
+        ordered = False
+        break
+    if ordered and started:
+        out.append((run_lo, run_hi))
+    return out if ordered else None
+
+
 def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
     an adapter writes them), else a sort and the same pass."""
@@ -155,6 +193,18 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     pair that starts before ``stop`` can, and it is found by one bisect."""
     j = _bisect_left(items, (stop,)) - 1
     return start < stop and j >= 0 and items[j][1] > start
+
+
+def _merged_bounded(items: list[tuple[int, int]], low: int, high: int) -> list[tuple[int, int]] | None:
+    """``_merged(items)`` when ``_bounded(items, low, high)``, else None: the bound and the union
+    in one pass when the pairs come sorted; else (rare) the bound alone, then a sort and a pass."""
+    if not items:  # no pairs: bounded, nothing to merge
+        return []
+    out = _merge_run_bounded(low, high, items)
+    if out is None and _bounded(items, low, high):  # not sorted (or not bounded: then None)
+        out = _merge_run(sorted(items))
+        assert out is not None  # a sorted list always merges in one pass (theorem T18)
+    return out
 
 
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
@@ -208,13 +258,15 @@ def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
 
 def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    v_TRU = _merged_bounded(v_TR, 0, v_n)  # union(TR), None unless every pair is in [0, n]
+    u_PC = _merged_bounded(v_PC, 0, v_n)  # union(PC), None unless every pair is in [0, n]
+    u_SP = _merged_bounded(v_SP, 0, v_n)  # union(SP), None unless every pair is in [0, n]
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (v_TRU is not None) and (u_PC is not None) and (u_SP is not None)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
-    v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(u_PC + u_SP + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -263,13 +315,15 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
 
 def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    v_TRU = _merged_bounded(v_TR, 0, v_n)  # union(TR), None unless every pair is in [0, n]
+    u_PC = _merged_bounded(v_PC, 0, v_n)  # union(PC), None unless every pair is in [0, n]
+    u_SP = _merged_bounded(v_SP, 0, v_n)  # union(SP), None unless every pair is in [0, n]
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (v_TRU is not None) and (u_PC is not None) and (u_SP is not None)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
-    v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(u_PC + u_SP + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit

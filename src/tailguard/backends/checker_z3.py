@@ -39,7 +39,7 @@ Parts = list[tuple[str, Result]]
 Pred = Callable[[Any], Any]
 
 #: helpers whose text must be the renderer's, character for character (after parsing)
-WRAPPERS = ("_merged", "_merged_runs", "_gaps_from", "_meets", "_bounded")
+WRAPPERS = ("_merged", "_merged_runs", "_merged_bounded", "_gaps_from", "_meets", "_bounded")
 
 
 class NotProvable(ValueError):
@@ -59,6 +59,19 @@ class RawList:
     """An input list of pairs (any pairs)."""
 
     zl: ZList
+
+
+@dataclass(frozen=True)
+class Fused:
+    """``_merged_bounded(L, low, high)``: the union of ``L`` (a normal list) when ``ok`` (every
+    pair of ``L`` in ``[low, high]``), else None. T18 proves the one pass ``_merge_run_bounded``
+    returns a list only when every item is such a pair and the list is then the union; the
+    wrapper's text is the renderer's (``_bounded`` and a sort decide when the pass gave up), so
+    ``X is not None`` is ``ok``. The value is a set only after a gate that holds only when it is
+    not None (:attr:`Translator.gated`)."""
+
+    union: SetVal
+    ok: Any
 
 
 def _wrapper_text(source: str) -> dict[str, str]:
@@ -143,7 +156,9 @@ def gaps_from_part(source: str) -> tuple[str, Result]:
     from tailguard.backends.scan_z3 import Arr
     items = Arr.named("items")
     start, b, x = z3.Int("start"), z3.Int("bisect"), z3.Int("x")
-    i, i2 = fresh_int("i"), fresh_int("i")
+    # bound variables of fixed names (not fresh_int's counter): the solver's search, and so
+    # whether a broken _gaps_from is refuted within budget, does not depend on what ran before
+    i, i2 = z3.Int("gaps_from.i"), z3.Int("gaps_from.i2")
     try:
         # j = _bisect_left(items, (start,)) <+|-> k;  return _gaps(start, stop, items[E:] if C else items)
         assign, ret = body
@@ -181,9 +196,35 @@ def gaps_from_part(source: str) -> tuple[str, Result]:
                                   z3.Select(items.lo, i) < z3.Select(items.hi, i))),
         z3.ForAll([i, i2], z3.Implies(z3.And(i >= first, i < i2, i2 < items.length),
                                       z3.Select(items.hi, i) < z3.Select(items.lo, i2))))
-    claim = z3.And(first >= 0, suffix_normal, z3.Implies(x >= start, suffix_mem == items.mem(x)))
-    return ("_gaps_from (read from the file) is _gaps on a suffix with the same members from start",
-            prove(claim, assumptions=z3.And(items.normal(), contract))[0])
+    what = "_gaps_from (read from the file) is _gaps on a suffix with the same members from start"
+    # first, a search for a counterexample on lists of at most 3 pairs, the quantifiers written
+    # out (quantifier-free: refuted at once, whatever terms the process built before; a
+    # counterexample there is one of the claim below)
+    for n in range(4):
+        def lo_(k: int) -> Any:
+            return z3.Select(items.lo, k)
+
+        def hi_(k: int) -> Any:
+            return z3.Select(items.hi, k)
+
+        small = z3.And(items.length == n, b >= 0, b <= n,
+                       *[z3.Implies(k < b, lo_(k) < start) for k in range(n)],
+                       *[z3.Implies(b == k, lo_(k) >= start) for k in range(n)],
+                       *[lo_(k) < hi_(k) for k in range(n)],
+                       *[hi_(k) < lo_(k2) for k in range(n) for k2 in range(k + 1, n)])
+        mem_all = z3.Or([z3.And(lo_(k) <= x, x < hi_(k)) for k in range(n)] or [z3.BoolVal(False)])
+        mem_suffix = z3.Or([z3.And(k >= first, lo_(k) <= x, x < hi_(k)) for k in range(n)] or [z3.BoolVal(False)])
+        bounded = z3.And(first >= 0, first <= n, z3.Implies(x >= start, mem_suffix == mem_all))
+        r = prove(bounded, assumptions=small)[0]
+        if r.status == "counterexample":
+            return (what, r)
+    # each part on its own (smaller queries: a broken one is refuted within budget whatever
+    # terms the process built before)
+    for claim in (first >= 0, suffix_normal, z3.Implies(x >= start, suffix_mem == items.mem(x))):
+        r = prove(claim, assumptions=z3.And(items.normal(), contract))[0]
+        if r.status != "proved":
+            return (what, r)
+    return (what, r)
 
 
 def _small(node: pyast.expr, env: dict[str, Any], items: Any) -> Any:
@@ -225,6 +266,11 @@ class Translator:
     def __init__(self, spec: Spec, zc: ZCase) -> None:
         self.spec, self.zc = spec, zc
         self.names: dict[str, Any] = {f"v_{i.symbol}": self._input(i.symbol, i.type) for i in spec.inputs}
+        #: the gate has been passed (read_shape sets it): a :class:`Fused` value may be used as
+        #: its union only then, and the gate's proof against the spec shows it holds only when
+        #: every list is bounded, so none is None there
+        self.gated = False
+        self.expecting_fused = False  # reading the operand of `is not None`
 
     def _input(self, symbol: str, kind: str) -> Any:
         v = self.zc[symbol]
@@ -237,7 +283,12 @@ class Translator:
         """A z3 int/bool term, a pair (tuple of terms), a :class:`SetVal` or a :class:`RawList`."""
         match node:
             case pyast.Name(id=n) if n in self.names:
-                return self.names[n]
+                v = self.names[n]
+                if isinstance(v, Fused) and not self.expecting_fused:
+                    if not self.gated:
+                        raise NotProvable(f"line {node.lineno}: {n} (None unless bounded) used before the gate")
+                    return v.union
+                return v
             case pyast.Constant(value=v) if type(v) is int:
                 return z3.IntVal(v)
             case pyast.Constant(value=v) if type(v) is bool:
@@ -275,6 +326,22 @@ class Translator:
                 a, b, sv = self.int(lo), self.int(hi), self.normal_set(s)
                 y = fresh_int("y")
                 return z3.Exists([y], z3.And(a <= y, y < b, sv(y)))
+            case pyast.Call(func=pyast.Name(id="_merged_bounded"), args=[lst, low, high]):
+                raw = self.value(lst)
+                if not isinstance(raw, RawList):
+                    raise NotProvable(f"line {node.lineno}: _merged_bounded of a non-input list")
+                lo_b, hi_b = self.int(low), self.int(high)
+                return Fused(SetVal(self.members(raw, node), normal=True),
+                             raw.zl.forall(lambda p: z3.And(lo_b <= p[0], p[0] <= p[1], p[1] <= hi_b)))
+            case pyast.Compare(left=x, ops=[pyast.IsNot()], comparators=[pyast.Constant(value=None)]):
+                self.expecting_fused = True
+                try:
+                    f = self.value(x)
+                finally:
+                    self.expecting_fused = False
+                if not isinstance(f, Fused):
+                    raise NotProvable(f"line {node.lineno}: `is not None` of a value that is never None")
+                return f.ok
             case pyast.Call(func=pyast.Name(id="_bounded"), args=[lst, low, high]):
                 raw = self.value(lst)
                 if not isinstance(raw, RawList):
@@ -396,19 +463,22 @@ def read_shape(fn: pyast.FunctionDef, tr: Translator) -> Shape:
     clauses: list[tuple[str, pyast.expr, pyast.expr | None]] = []
     first = False
     pending: dict[str, pyast.expr] = {}
-    for idx, s in enumerate(body):
+    prelude = True  # no statement yet but fused passes: an early return here is the gate
+    for s in body:
         if isinstance(s, pyast.If) and not s.orelse and len(s.body) == 1 and _decision_call(s.body[0]):
             call = _decision_call(s.body[0])
             assert call is not None
             if call[0] != "refuse" or len(call[1]) != 1 or not isinstance(s.test, pyast.UnaryOp):
                 raise NotProvable(f"line {s.lineno}: an early return must refuse with one clause, on `not <cond>`")
             early = s.test.operand
-            if idx == 0 and not clauses:
+            if prelude:
                 gate = (call[1][0], early)
+                tr.gated, prelude = True, False
             else:
                 clauses.append((call[1][0], early, None))
                 first = True
         elif isinstance(s, pyast.If) and not s.orelse and s.body:
+            prelude = False
             app = s.body[0]
             if not (isinstance(app, pyast.Expr) and isinstance(app.value, pyast.Call)
                     and pyast.unparse(app.value.func) == "failed.append"
@@ -436,11 +506,14 @@ def read_shape(fn: pyast.FunctionDef, tr: Translator) -> Shape:
             clauses.append((cid, cond, holes))
         elif isinstance(s, pyast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], pyast.Name):
             name = s.targets[0].id
+            if not (isinstance(s.value, pyast.Call) and pyast.unparse(s.value.func) == "_merged_bounded"):
+                prelude = False  # only the fused passes may come before the gate
             if name.startswith("h_"):
                 pending[name] = s.value
             else:
                 tr.bind(name, tr.value(s.value))
         elif isinstance(s, pyast.AnnAssign) and pyast.unparse(s.target) in ("failed", "holes"):
+            prelude = False
             continue
         elif isinstance(s, pyast.Return):
             # `_ALLOW` is Decision("allow", (), ()) (allow_part); holes is () when nothing
@@ -479,6 +552,10 @@ def _profile_parts(spec: Spec, prof: Profile, fn: pyast.FunctionDef) -> Parts:
             parts.append((f"{where}: gate {shape.gate[0]}", prove(
                 g == enc.clause(prof, shape.gate[0]), assumptions=zc.side_conditions())[0]))
             gate_holds = g
+            for name, v in tr.names.items():
+                if isinstance(v, Fused):  # used as its union after the gate: never None there
+                    parts.append((f"{where}: the gate holds only when {name} is not None", prove(
+                        z3.Implies(g, v.ok), assumptions=zc.side_conditions())[0]))
         for cid, cond, holes in shape.clauses:
             conds.append((cid, cond, holes))
         for cid, cond, holes in conds:

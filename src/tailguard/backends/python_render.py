@@ -60,10 +60,14 @@ class PythonCompiler:
     :class:`NoRule`. Theorem T18 reads the rendered clauses back and proves each.
     """
 
-    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset()) -> None:
+    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset(),
+                 fused: dict[str, str] | None = None) -> None:
         self.spec, self.env = spec, env
         #: set-valued definitions already computed where this code runs (``v_<name>``)
         self.available = available
+        #: input lists whose union the gate's bound computed in the same pass
+        #: (``_merged_bounded``): list symbol -> the variable holding it (None when not bounded)
+        self.fused = fused or {}
 
     def union_of(self, source: str) -> str | None:
         """A computed definition that is ``union(source)``, if any."""
@@ -120,6 +124,8 @@ class PythonCompiler:
         match node:
             case ast.Name(name=n) if self.env.get(n) == "set":
                 return _var(n)
+            case ast.Call(func="union", args=(ast.Name(name=n),)) if n in self.fused:
+                return self.fused[n]
             case ast.Call(func="union", args=(x,)):
                 return f"_merged({self.expr(x)})"
             case ast.SetOp(op="|"):
@@ -183,6 +189,7 @@ class PythonCompiler:
                 # all(r in ...: A <= r.lo <= r.hi <= B): each interval by endpoints, each list by columns
                 low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
                 parts = [f"({low} <= {_var(s)}[0] <= {_var(s)}[1] <= {high})" if self.env[s] == "interval"
+                         else f"({self.fused[s]} is not None)" if s in self.fused
                          else f"(not {_var(s)} or _bounded({_var(s)}, {low}, {high}))" for s in srcs]
                 return "(" + " and ".join(parts) + ")"
             case ast.Quant(kind="all", var=v, sources=(src,),
@@ -246,6 +253,48 @@ def _bounds_of(body: ast.Node, var: str) -> tuple[ast.Node, ast.Node] | None:
     return None
 
 
+def _is_union_of(node: ast.Node, src: str) -> bool:
+    return (isinstance(node, ast.Call) and node.func == "union" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Name) and node.args[0].name == src)
+
+
+def _unions_of_inputs(spec: Spec, roots: list[ast.Node]) -> set[str]:
+    """The input lists ``L`` of which ``union(L)`` occurs in ``roots``."""
+    lists = {i.symbol for i in spec.inputs if i.type == "intervals"}
+    found: set[str] = set()
+
+    def walk(n: object) -> None:
+        if isinstance(n, ast.Call) and n.func == "union" and len(n.args) == 1 and isinstance(n.args[0], ast.Name) \
+                and n.args[0].name in lists:
+            found.add(n.args[0].name)
+        if isinstance(n, tuple):
+            for x in n:
+                walk(x)
+        elif hasattr(n, "__dataclass_fields__"):
+            for f in n.__dataclass_fields__:
+                walk(getattr(n, f))
+
+    for r in roots:
+        walk(r)
+    return found
+
+
+def _gate_list_bounds(spec: Spec, holds: ast.Node) -> list[tuple[str, ast.Node, ast.Node]]:
+    """``(L, A, B)`` for each input list ``L`` of a conjunct ``all(r in ..., L, ...: A <= r.lo <=
+    r.hi <= B)`` of the gate (top-level ``and`` only: a fused pass is evaluated unconditionally)."""
+    lists = {i.symbol for i in spec.inputs if i.type == "intervals"}
+    out: list[tuple[str, ast.Node, ast.Node]] = []
+    operands = holds.operands if isinstance(holds, ast.BoolOp) and holds.op == "and" else (holds,)
+    for o in operands:
+        if isinstance(o, ast.BoolOp) and o.op == "and":
+            out += _gate_list_bounds(spec, o)
+        elif isinstance(o, ast.Quant) and o.kind == "all":
+            bounds = _bounds_of(o.body, o.var)
+            if bounds is not None:
+                out += [(s, *bounds) for s in o.sources if s in lists]
+    return out
+
+
 def _holes_are_the_difference(cl: Clause) -> bool:
     h, k = cl.holes, cl.holds
     return (isinstance(k, ast.Subset) and isinstance(h, ast.SetOp) and h.op == "\\"
@@ -259,17 +308,31 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     out.append(f'    """Profile {prof.id!r}: {prof.doc}"""')
     gate = prof.clause(prof.wellformed) if prof.wellformed else None
     rest = [cl for cl in prof.clauses if cl is not gate]
+    roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
+    computed = needed_defines(spec, roots)
+    fused: dict[str, str] = {}
     if gate is not None:
         if needed_defines(spec, [gate.holds]):
             raise ValueError(f"{prof.id}.{gate.id}: the well-formedness gate may use inputs only")
+        # a list the gate bounds and the clauses unite: both in one pass, before the gate
+        unions = _unions_of_inputs(spec, [*roots, *(d.node for d in spec.defines if d.name in computed)])
+        for src, low, high in _gate_list_bounds(spec, gate.holds):
+            if src not in unions or src in fused:
+                continue
+            define = next((d.name for d in spec.defines if d.name in computed and _is_union_of(d.node, src)), None)
+            fused[src] = _var(define) if define else f"u_{src}"
+            out.append(f"    {fused[src]} = _merged_bounded({_var(src)}, {c.expr(low)}, {c.expr(high)})"
+                       f"  # union({src}), None unless every pair is in [{pretty(low)}, {pretty(high)}]")
+        c = PythonCompiler(spec, spec.env, fused=fused)
         out.append(f"    if not {c.expr(gate.holds)}:")
         out.append(f'        return Decision("refuse", ({gate.id!r},), ())')
-    roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
-    computed = needed_defines(spec, roots)
+    done = {d.name for d in spec.defines if _var(d.name) in fused.values()}
     for name in computed:
+        if name in done:
+            continue
         d = next(d for d in spec.defines if d.name == name)
         out.append(f"    {_var(name)} = {c.expr(d.node)}  # {name} = {d.source}")
-    c = PythonCompiler(spec, spec.env, frozenset(computed))
+    c = PythonCompiler(spec, spec.env, frozenset(computed), fused=fused)
     out.append("    failed: list[str] = []")
     out.append("    holes: tuple[tuple[int, int], ...] = ()")
     for cl in rest:

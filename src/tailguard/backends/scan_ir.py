@@ -128,7 +128,8 @@ Stmt = Assign | If | Emit | Widen | Break
 @dataclass(frozen=True)
 class Func:
     """An algorithm. ``pairs``: pair parameters; ``ints``: integer parameters; ``items``: the list
-    parameter a loop runs over (``for lo, hi in items``), or None for straight-line code.
+    parameter a loop runs over (``for lo, hi in items``, or a typed loop: see ``untyped``), or
+    None for straight-line code.
 
     ``state``: variables set before the loop (``out`` is the output list when ``output``);
     ``body``: the loop body; ``after``: statements after the loop; ``returns``: the result, an
@@ -145,6 +146,9 @@ class Func:
     body: tuple[Stmt, ...] = ()
     after: tuple[Stmt, ...] = ()
     returns: Expr | str | tuple[str, str] = "out"
+    #: when not empty, the loop is *typed*: ``body`` runs on an item that is a pair of two
+    #: integers (a ``tuple`` of two ``int`` in Python), these statements on any other item
+    untyped: tuple[Stmt, ...] = ()
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -165,6 +169,17 @@ def _ge(a: Expr, b: Expr) -> Cmp:
 
 LO, HI = _v("lo"), _v("hi")
 
+#: ``_merge_run``'s step on a non-empty pair ``lo < hi``
+_MERGE_STEP: tuple[Stmt, ...] = (
+    If(Not(_v("started")), (Assign("started", Const(True)), Assign("run_lo", LO), Assign("run_hi", HI)), (
+        If(_lt(LO, _v("run_lo")), (Assign("ordered", Const(False)), Break()), (
+            If(Cmp("<=", LO, _v("run_hi")), (
+                If(Cmp(">", HI, _v("run_hi")), (Assign("run_hi", HI),)),
+            ), (Emit(_v("run_lo"), _v("run_hi")), Assign("run_lo", LO), Assign("run_hi", HI))),
+        )),
+    )),
+)
+
 MERGE_RUN = Func(
     "_merge_run",
     "The union of ``items`` as a normal list, in one pass that holds the current run in "
@@ -174,15 +189,7 @@ MERGE_RUN = Func(
     output=True,
     state=(Assign("ordered", Const(True)), Assign("started", Const(False)),
            Assign("run_lo", Const(0)), Assign("run_hi", Const(0))),
-    body=(If(_lt(LO, HI), (
-        If(Not(_v("started")), (Assign("started", Const(True)), Assign("run_lo", LO), Assign("run_hi", HI)), (
-            If(_lt(LO, _v("run_lo")), (Assign("ordered", Const(False)), Break()), (
-                If(Cmp("<=", LO, _v("run_hi")), (
-                    If(Cmp(">", HI, _v("run_hi")), (Assign("run_hi", HI),)),
-                ), (Emit(_v("run_lo"), _v("run_hi")), Assign("run_lo", LO), Assign("run_hi", HI))),
-            )),
-        )),
-    )),),
+    body=(If(_lt(LO, HI), _MERGE_STEP),),
     after=(If(Bool("and", (_v("ordered"), _v("started"))), (Emit(_v("run_lo"), _v("run_hi")),)),),
     returns=("out", "ordered"),
 )
@@ -204,8 +211,26 @@ GAPS = Func(
     returns="out",
 )
 
+MERGE_RUN_BOUNDED = Func(
+    "_merge_run_bounded",
+    "``_merge_run(items)`` in the same one pass that checks every item is a pair of two ``int`` "
+    "with ``low <= lo <= hi <= high`` (the gate's bound and the union in one traversal); None "
+    "when some item is not, or when the pairs are not sorted (then ``_merged_bounded`` tells the "
+    "two apart).",
+    ints=("low", "high"),
+    items="items",
+    output=True,
+    state=MERGE_RUN.state,
+    body=(If(Bool("or", (_lt(LO, _v("low")), _lt(HI, LO), Cmp(">", HI, _v("high")))),
+             (Assign("ordered", Const(False)), Break()),
+             (If(_lt(LO, HI), _MERGE_STEP),)),),
+    untyped=(Assign("ordered", Const(False)), Break()),
+    after=MERGE_RUN.after,
+    returns=("out", "ordered"),
+)
+
 #: every algorithm of the runtime, in the order the checkers define them
-FUNCS: tuple[Func, ...] = (MERGE_RUN, GAPS)
+FUNCS: tuple[Func, ...] = (MERGE_RUN, GAPS, MERGE_RUN_BOUNDED)
 BY_NAME = {f.name: f for f in FUNCS}
 
 #: Helpers built on the standard library (``sorted``, ``bisect``, ``min``/``max``/``all``/``map``/
@@ -252,6 +277,18 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     pair that starts before ``stop`` can, and it is found by one bisect."""
     j = _bisect_left(items, (stop,)) - 1
     return start < stop and j >= 0 and items[j][1] > start
+
+
+def _merged_bounded(items: list[tuple[int, int]], low: int, high: int) -> list[tuple[int, int]] | None:
+    """``_merged(items)`` when ``_bounded(items, low, high)``, else None: the bound and the union
+    in one pass when the pairs come sorted; else (rare) the bound alone, then a sort and a pass."""
+    if not items:  # no pairs: bounded, nothing to merge
+        return []
+    out = _merge_run_bounded(low, high, items)
+    if out is None and _bounded(items, low, high):  # not sorted (or not bounded: then None)
+        out = _merge_run(sorted(items))
+        assert out is not None  # a sorted list always merges in one pass (theorem T18)
+    return out
 
 
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
@@ -375,6 +412,16 @@ def _py_stmts(stmts: tuple[Stmt, ...], indent: str) -> list[str]:
     return out
 
 
+#: the head of a typed loop (``Func.untyped``): the body runs on a tuple of two ``int``
+_PY_TYPED = ("        if type_(item) is tuple_ and len_(item) == 2:",
+             "            lo, hi = item",
+             "            if type_(lo) is int_ and type_(hi) is int_:")
+_PY_TYPED_TESTS = ("type_(item) is tuple_ and len_(item) == 2", "type_(lo) is int_ and type_(hi) is int_")
+#: the builtins of the type tests as locals, bound before a typed loop (a local is read faster
+#: than a builtin in the loop; T18 reads this line as text)
+_PY_TYPED_LOCALS = "type_, tuple_, int_, len_ = type, tuple, int, len"
+
+
 def render_py(f: Func) -> str:
     """The function as Python source (typed, with its docstring)."""
     params = [f"{p}: tuple[int, int]" for p in f.pairs] + [f"{p}: int" for p in f.ints]
@@ -390,7 +437,13 @@ def render_py(f: Func) -> str:
     if f.output:
         lines.append("    out: list[tuple[int, int]] = []")
     lines += _py_stmts(f.state, "    ")
-    if f.items:
+    if f.items and f.untyped:
+        lines += [f"    {_PY_TYPED_LOCALS}  # the type tests' builtins as locals",
+                  f"    for item in {f.items}:", *_PY_TYPED]
+        lines += _py_stmts(f.body, "                ")
+        lines.append("                continue")
+        lines += _py_stmts(f.untyped, "        ")
+    elif f.items:
         lines.append(f"    for lo, hi in {f.items}:")
         lines += _py_stmts(f.body, "        ")
     lines += _py_stmts(f.after, "    ")
@@ -474,7 +527,17 @@ def render_js(f: Func) -> str:
     if f.output:
         lines.append("  const out = [];")
     lines += [f"  let {s.var} = {js_expr(s.value)};" for s in f.state]
-    if f.items:
+    if f.items and f.untyped:
+        lines += [f"  for (const item of {f.items}) {{",
+                  "    if (Array.isArray(item) && item.length === 2) {",
+                  "      const lo = item[0];",
+                  "      const hi = item[1];",
+                  "      if (Number.isSafeInteger(lo) && Number.isSafeInteger(hi)) {"]
+        lines += _js_stmts(f.body, "        ")
+        lines += ["        continue;", "      }", "    }"]
+        lines += _js_stmts(f.untyped, "    ")
+        lines.append("  }")
+    elif f.items:
         lines.append(f"  for (const [lo, hi] of {f.items}) {{")
         lines += _js_stmts(f.body, "    ")
         lines.append("  }")
@@ -589,15 +652,29 @@ def parse_py(source: str, name: str) -> Func:
     items: str | None = None
     state: tuple[Stmt, ...]
     loop_body: tuple[Stmt, ...] = ()
+    untyped: tuple[Stmt, ...] = ()
     if loops:
         i = loops[0]
         loop = body[i]
         assert isinstance(loop, pyast.For)
-        if (pyast.unparse(loop.target) != "(lo, hi)" and pyast.unparse(loop.target) != "lo, hi") or \
-                not isinstance(loop.iter, pyast.Name) or loop.orelse:
+        if not isinstance(loop.iter, pyast.Name) or loop.orelse:
             raise NotInForm(f"line {loop.lineno}: the loop must be `for lo, hi in <list>:`")
         items = loop.iter.id
-        state, loop_body, after = _stmts(body[:i]), _stmts(loop.body), _stmts(body[i + 1:])
+        if isinstance(loop.target, pyast.Name) and loop.target.id == "item":
+            loop_body, untyped = _typed_loop(loop)
+            if i == 0 or pyast.dump(body[i - 1]) != pyast.dump(pyast.parse(_PY_TYPED_LOCALS).body[0]):
+                raise NotInForm(f"line {loop.lineno}: a typed loop must follow `{_PY_TYPED_LOCALS}`")
+            stores = [n for n in pyast.walk(fn) if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store)
+                      and n.id in ("type_", "tuple_", "int_", "len_")]
+            if len(stores) != 4:
+                raise NotInForm(f"line {loop.lineno}: the type tests' locals are assigned again")
+            body = [*body[:i - 1], *body[i:]]
+            i -= 1
+        elif pyast.unparse(loop.target) in ("(lo, hi)", "lo, hi"):
+            loop_body = _stmts(loop.body)
+        else:
+            raise NotInForm(f"line {loop.lineno}: the loop must be `for lo, hi in <list>:` or `for item in <list>:`")
+        state, after = _stmts(body[:i]), _stmts(body[i + 1:])
     else:
         state, after = _stmts(body), ()
     if not all(isinstance(s, Assign) for s in state):
@@ -612,4 +689,22 @@ def parse_py(source: str, name: str) -> Func:
     else:
         returns = _expr(ret_node)
     return Func(name, doc, pairs=pairs, ints=ints, items=items, output=output,
-                state=tuple(s for s in state if isinstance(s, Assign)), body=loop_body, after=after, returns=returns)
+                state=tuple(s for s in state if isinstance(s, Assign)), body=loop_body, after=after, returns=returns,
+                untyped=untyped)
+
+
+def _typed_loop(loop: pyast.For) -> tuple[tuple[Stmt, ...], tuple[Stmt, ...]]:
+    """The body and the ``untyped`` statements of a typed loop, exactly as :func:`render_py`
+    prints it (the type tests, the unpacking and the ``continue`` are compared as text)."""
+    head = loop.body[0] if loop.body else None
+    if not (isinstance(head, pyast.If) and not head.orelse and pyast.unparse(head.test) == _PY_TYPED_TESTS[0]
+            and len(head.body) == 2 and pyast.unparse(head.body[0]) == "lo, hi = item"):
+        raise NotInForm(f"line {loop.lineno}: a typed loop must test `{_PY_TYPED_TESTS[0]}` and unpack `lo, hi = item`")
+    inner = head.body[1]
+    if not (isinstance(inner, pyast.If) and not inner.orelse and pyast.unparse(inner.test) == _PY_TYPED_TESTS[1]
+            and inner.body and isinstance(inner.body[-1], pyast.Continue)):
+        raise NotInForm(f"line {head.lineno}: a typed loop must test `{_PY_TYPED_TESTS[1]}` "
+                        "and end its body with continue")
+    if any(isinstance(n, pyast.Continue) for st in inner.body[:-1] for n in pyast.walk(st)):
+        raise NotInForm(f"line {inner.lineno}: continue inside the body of a typed loop")
+    return _stmts(inner.body[:-1]), _stmts(loop.body[1:])

@@ -32,11 +32,15 @@ class Arr:
     lo: Any
     hi: Any
     length: Any
+    #: ``ok[j]``: item ``j`` is a pair of two integers (what a typed loop tests; see
+    #: ``scan_ir.Func.untyped``); the other items' ``lo``/``hi`` mean nothing
+    ok: Any = None
 
     @staticmethod
     def named(name: str) -> Arr:
         return Arr(z3.Array(f"{name}.lo", z3.IntSort(), z3.IntSort()),
-                   z3.Array(f"{name}.hi", z3.IntSort(), z3.IntSort()), z3.Int(f"{name}.len"))
+                   z3.Array(f"{name}.hi", z3.IntSort(), z3.IntSort()), z3.Int(f"{name}.len"),
+                   z3.Array(f"{name}.ok", z3.IntSort(), z3.BoolSort()))
 
     def at(self, j: Any) -> tuple[Any, Any]:
         return z3.Select(self.lo, j), z3.Select(self.hi, j)
@@ -164,10 +168,25 @@ def initial(f: ir.Func, env: dict[str, Any]) -> State:
     return s
 
 
+_OK = "item.ok"  # the environment name of "the item is a pair of two integers" (typed loops)
+
+
+def _loop_body(f: ir.Func) -> tuple[ir.Stmt, ...]:
+    """The body of one iteration: a typed loop runs ``body`` on a pair of integers, else ``untyped``."""
+    return (ir.If(ir.Var(_OK), f.body, f.untyped),) if f.untyped else f.body
+
+
+def _item_env(env: dict[str, Any], items: Arr, i: Any) -> dict[str, Any]:
+    lo, hi = items.at(i)
+    out = {**env, "lo": lo, "hi": hi}
+    if items.ok is not None:
+        out[_OK] = z3.Select(items.ok, i)
+    return out
+
+
 def step(f: ir.Func, env: dict[str, Any], s: State, items: Arr, i: Any) -> State:
     """One iteration on ``items[i]``: the state after the body (``s[BROKE]``: it broke)."""
-    lo, hi = items.at(i)
-    return run(f.body, {**env, "lo": lo, "hi": hi}, {**s, BROKE: z3.BoolVal(False)})
+    return run(_loop_body(f), _item_env(env, items, i), {**s, BROKE: z3.BoolVal(False)})
 
 
 def finish(f: ir.Func, env: dict[str, Any], s: State) -> State:
@@ -208,5 +227,4 @@ def paths(stmts: tuple[ir.Stmt, ...], env: dict[str, Any], s: State,
 
 
 def step_paths(f: ir.Func, env: dict[str, Any], s: State, items: Arr, i: Any) -> list[tuple[Any, State]]:
-    lo, hi = items.at(i)
-    return paths(f.body, {**env, "lo": lo, "hi": hi}, {**s, BROKE: z3.BoolVal(False)})
+    return paths(_loop_body(f), _item_env(env, items, i), {**s, BROKE: z3.BoolVal(False)})

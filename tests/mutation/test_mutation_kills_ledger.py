@@ -1,0 +1,283 @@
+"""Tests written to kill surviving mutants of ``tailguard.ledger`` (tools/mutation.sh --subset
+tests/mutation/ledger.toml): the argument errors of each call name the argument, what
+``evict_summary`` and ``log_refusal`` write and record, which lines the audit names for a hole
+(``Verdict.truncated_at``), and that ``explain`` judges the lineage it is given."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tailguard._generated.checker import Decision
+from tailguard.eventlog import EventLogError, iter_events
+from tailguard.ledger import Ledger, TornLineWarning, Verdict, _hole_truncation_lines, replay
+from tailguard.ledger_core import LedgerCore
+from tailguard.ledger_explain import explain
+
+SHAPE: dict[str, Any] = {"summary_input": (6, 10), "summary_covers": (6, 8), "tail_start": 8}
+
+
+def _lines(log: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in log.getvalue().splitlines()]
+
+
+def _evicted() -> tuple[Ledger, io.StringIO]:
+    """Summary '0' covers [0, 6) (line 3) and is evicted at line 4."""
+    log = io.StringIO()
+    led = Ledger(2, log=log)
+    led.append(10)
+    led.commit(summary_input=(0, 10), summary_covers=(0, 6), tail_start=6)
+    led.evict_summary("0")
+    return led, log
+
+
+def test_evict_summary_logs_the_id_and_names_its_line_in_later_holes() -> None:
+    led, log = _evicted()
+    assert _lines(log)[-1] == {"event": "evict_summary", "summary": "0"}
+    assert led.summaries == ()
+    d = led.decide(**SHAPE)
+    assert d == Decision("refuse", ("no_hole",), ((0, 6),))
+    assert led.explain(d, **SHAPE) == [
+        "no_hole: offsets [0, 6) were covered only by summary '0' (line 3), which was evicted "
+        "from the context at line 4"]
+    led.truncate(8, 9)  # line 5: the eviction took line 4, not none
+    assert led.core.origins is not None and led.core.origins.within(8, 9) == [(5, 5)]
+
+
+@pytest.mark.parametrize(("sid", "error", "message"), [
+    (3, TypeError, "summary: expected a summary id (string), got 3"),
+    ("zz", ValueError, "summary: no summary 'zz' is in the context here"),
+    ("0", ValueError, "summary: no summary '0' is in the context here (it was created at line 3 "
+                      "and has left the context)"),
+])
+def test_evict_summary_refuses_an_id_not_in_the_context_and_records_nothing(
+        sid: object, error: type[Exception], message: str) -> None:
+    led, log = _evicted()
+    before = log.getvalue()
+    with pytest.raises(error) as info:
+        led.evict_summary(sid)  # type: ignore[arg-type]
+    assert str(info.value) == message
+    assert log.getvalue() == before
+    led.append(1)
+    assert _lines(log)[-1] == {"event": "append", "count": 1}
+
+
+def _refused() -> tuple[Ledger, io.StringIO, Decision]:
+    log = io.StringIO()
+    led = Ledger(2, log=log)
+    led.append(10)
+    led.truncate(0, 4)
+    d = led.decide(**SHAPE)
+    assert d == Decision("refuse", ("no_hole",), ((0, 6),))
+    return led, log, d
+
+
+def test_log_refusal_writes_the_refused_compaction_and_counts_it() -> None:
+    led, log, d = _refused()
+    led.log_refusal(d, **SHAPE)
+    assert _lines(log)[-1] == {"event": "refusal", "summary_input": [6, 10], "summary_covers": [6, 8],
+                               "tail_start": 8, "failed": ["no_hole"], "holes": [[0, 6]]}
+    assert led.refusals == 1
+    led.truncate(9, 10)  # the refusal took line 4
+    assert led.core.origins is not None and led.core.origins.within(9, 10) == [(5, 5)]
+
+
+@pytest.mark.parametrize(("change", "error", "message"), [
+    ({"decision": "refuse"}, TypeError, "decision: expected a Decision, got 'refuse'"),
+    ({"decision": Decision("allow", (), ())}, ValueError,
+     "log_refusal: the decision allows; only refusals are logged as such"),
+    ({"summary_input": (6,)}, TypeError, "summary_input: expected a pair (lo, hi), got (6,)"),
+    ({"summary_input": [6, "10"]}, TypeError, "summary_input[1]: expected an integer, got str '10'"),
+    ({"summary_covers": 6}, TypeError, "summary_covers: expected a pair (lo, hi), got 6"),
+    ({"summary_covers": [6.0, 8]}, TypeError, "summary_covers[0]: expected an integer, got float 6.0"),
+    ({"tail_start": "8"}, TypeError, "tail_start: expected an integer, got str '8'"),
+])
+def test_log_refusal_rejects_bad_arguments_naming_them(
+        change: dict[str, Any], error: type[Exception], message: str) -> None:
+    led, log, d = _refused()
+    before = log.getvalue()
+    kw: dict[str, Any] = {"decision": d, **SHAPE, **change}
+    decision = kw.pop("decision")
+    with pytest.raises(error) as info:
+        led.log_refusal(decision, **kw)
+    assert str(info.value) == message
+    assert log.getvalue() == before and led.refusals == 0
+
+
+def _two_summaries() -> tuple[Ledger, Decision]:
+    """Summaries 'a' ([0, 4)) and 'b' ([4, 8)) in the context; a decision that saw neither."""
+    led = Ledger(2)
+    led.append(8)
+    led.commit(summary_input=(0, 8), summary_covers=(0, 4), tail_start=4, summary="a")
+    led.append(4)
+    led.commit(summary_input=(4, 12), summary_covers=(4, 8), tail_start=8, summary="b", keeps=["a"])
+    d = led.decide(summary_input=(8, 12), summary_covers=(8, 10), tail_start=10, saw=[])
+    assert d.failed == ("no_hole",) and d.holes == ((0, 8),)
+    return led, d
+
+
+@pytest.mark.parametrize(("saw", "keeps"), [(None, ()), ([], ()), (["a"], ()), (["a"], ["b"]), ([], ["b"])])
+def test_explain_judges_the_lineage_it_is_given(saw: list[str] | None, keeps: list[str]) -> None:
+    """The sentences name the summaries that ``saw`` and ``keeps`` (as given) leave out."""
+    led, d = _two_summaries()
+    shape: dict[str, Any] = {"summary_input": (8, 12), "summary_covers": (8, 10), "tail_start": 10}
+    got = led.explain(d, **shape, saw=saw, keeps=keeps)
+    assert got == explain(led.core, "strict", d, 10, (8, 12), (8, 10), saw, keeps)
+    named = {sid for sid in "ab" if f"summary {sid!r}" in got[0]}
+    assert named == (set() if saw is None else {"a", "b"} - set(saw) - set(keeps))
+
+
+def _replayed(explain: bool) -> list[Verdict]:
+    """Truncations at lines 3 and 5 (and 4, spilled), a refused compaction at line 7."""
+    log = io.StringIO()
+    led = Ledger(2, log=log)
+    led.append(12)  # line 2
+    led.truncate(4, 6)  # 3
+    led.truncate(6, 8)  # 4: spilled next, so not a hole's
+    led.spill(6, 8)  # 5
+    led.truncate(0, 2)  # 6
+    with pytest.raises(Exception, match="no_hole"):
+        led.commit(summary_input=(8, 12), summary_covers=(8, 10), tail_start=10)  # refusal, 7
+    led.commit(summary_input=(8, 12), summary_covers=(8, 10), tail_start=10, override="test")  # 8
+    out = list(replay(iter_events(log.getvalue().splitlines()), explain=explain))
+    return [v for v in out if isinstance(v, Verdict)]
+
+
+def test_the_audit_names_the_lines_that_truncated_a_hole_sorted_and_only_those() -> None:
+    (v,) = _replayed(explain=True)
+    assert v.line == 8 and v.decision.holes == ((0, 6),)
+    assert v.truncated_at == (3, 6)
+    (v,) = _replayed(explain=False)
+    assert v.truncated_at == ()
+
+
+def test_hole_truncation_lines_needs_origins_and_holes() -> None:
+    core = LedgerCore(2, "turns", "turns")  # no origins tracked
+    core.append(10)
+    core.truncate(0, 4, 3)
+    hole = Decision("refuse", ("no_hole",), ((0, 4),))
+    assert _hole_truncation_lines(core, hole) == ()
+    tracked = LedgerCore(2, "turns", "turns", track_origins=True)
+    tracked.append(10)
+    tracked.truncate(5, 9, 4)
+    tracked.truncate(0, 4, 3)
+    assert _hole_truncation_lines(tracked, Decision("refuse", ("no_hole",), ((0, 4), (5, 9)))) == (3, 4)
+    assert _hole_truncation_lines(tracked, Decision("refuse", ("no_hole",), ((5, 9),))) == (4,)
+    assert _hole_truncation_lines(tracked, Decision("refuse", ("tail_intact",), ())) == ()
+
+
+# -- Ledger.from_log -------------------------------------------------------------------------
+
+HEADER = ('{"event": "session", "unit": "messages", "recovery_floor_span": 2, "floor_unit": "tokens", '
+          '"truncator_unit": "turns"}')
+SAME = ('{"event": "session", "unit": "messages", "recovery_floor_span": 2, "floor_unit": "messages", '
+        '"truncator_unit": "messages"}')
+
+
+def test_from_log_takes_the_units_from_the_header() -> None:
+    led = Ledger.from_log([HEADER, '{"event": "append", "count": 5}'])
+    core = led.core
+    assert (led.unit, core.floor_unit, core.truncator_unit) == ("messages", "tokens", "turns")
+    d = led.decide(summary_input=(0, 5), summary_covers=(0, 3), tail_start=3)
+    assert d.failed == ("units_agree",)
+
+
+@pytest.mark.parametrize("encode", [False, True])
+def test_from_log_reads_text_and_byte_lines_alike_and_names_the_log(encode: bool) -> None:
+    def lines(*xs: str) -> list[str | bytes]:
+        return [x.encode() if encode else x for x in xs]
+    led = Ledger.from_log(lines(SAME, '{"event": "append", "count": 5}'))
+    assert led.history_end == 5 and led.unit == "messages"
+    with pytest.raises(EventLogError) as info:
+        Ledger.from_log(lines(SAME, '{"event": "truncate", "range": [0, 9]}'))
+    assert str(info.value) == "<log>:2: range: [0, 9) is not an interval inside the history [0, 0)"
+    with pytest.raises(EventLogError) as info:  # the reader's own error names the log too
+        Ledger.from_log(lines(SAME, '{"event": "bogus"}', '{"event": "append", "count": 1}'))
+    assert str(info.value).startswith("<log>:2: event: unknown event kind")
+    with pytest.raises(EventLogError) as info:  # text is measured in UTF-8 bytes, as a file is
+        Ledger.from_log(lines(SAME, "x" * ((16 << 20) + 1), '{"event": "append", "count": 1}'))
+    assert "<log>:2:" in str(info.value) and "a line over the limit of 16,777,216 bytes" in str(info.value)
+
+
+def test_from_log_keeps_no_history_unless_asked() -> None:
+    log = [SAME, '{"event": "append", "count": 5}', '{"event": "truncate", "range": [0, 2]}']
+    shape: dict[str, Any] = {"summary_input": (0, 5), "summary_covers": (0, 3), "tail_start": 3}
+    with pytest.raises(RuntimeError, match="keep_history=True"):
+        Ledger.from_log(log).equivalent_case(**shape)
+    case = Ledger.from_log(log, keep_history=True).equivalent_case(**shape)
+    assert case["prior_truncations"] == [[0, 2]] and case["history_end"] == 5
+
+
+def test_from_log_of_a_header_alone_numbers_the_next_event_line_2(tmp_path: Path) -> None:
+    led = Ledger.from_log([SAME])
+    led.append(4)  # line 2
+    led.truncate(0, 1)  # line 3
+    assert led.core.origins is not None and led.core.origins.within(0, 1) == [(3, 3)]
+
+
+def test_the_torn_line_warning_points_at_the_caller() -> None:
+    with pytest.warns(TornLineWarning) as record:
+        Ledger.from_log([SAME, '{"event": "app'])
+    assert [w.filename for w in record] == [__file__]
+
+
+def _log_file(tmp_path: Path, end: bytes = b"\n") -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(SAME.encode() + b"\n" + b'{"event": "append", "count": 5}' + end)
+    return path
+
+
+def test_from_log_continues_a_file_after_a_line_ending_in_cr(tmp_path: Path) -> None:
+    path = _log_file(tmp_path, b"\r")
+    led = Ledger.from_log(path)
+    led.append(1)
+    led.close()
+    assert path.read_bytes() == (SAME.encode() + b'\n{"event": "append", "count": 5}\r'
+                                 b'{"event": "append", "count": 1}\n')
+
+
+def test_from_log_writes_each_line_as_it_happens_by_default(tmp_path: Path) -> None:
+    path = _log_file(tmp_path)
+    led = Ledger.from_log(path)
+    led.append(1)
+    assert path.read_bytes().endswith(b'{"event": "append", "count": 1}\n')  # before any close
+    led.close()
+
+
+def test_from_log_opens_the_file_append_only_and_close_on_exec(tmp_path: Path) -> None:
+    path = _log_file(tmp_path)
+    led = Ledger.from_log(path)
+    sink = led._sink
+    assert sink is not None and sink._fd is not None
+    assert fcntl.fcntl(sink._fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+    led.append(1)
+    with open(path, "ab") as other:  # another writer appends between two of the ledger's lines
+        other.write(b'{"event": "append", "count": 7}\n')
+    led.append(2)
+    led.close()
+    assert path.read_bytes().splitlines()[2:] == [
+        b'{"event": "append", "count": 1}', b'{"event": "append", "count": 7}',
+        b'{"event": "append", "count": 2}']
+
+
+def test_from_log_durable_fsyncs_the_evidence_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _log_file(tmp_path)
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    led = Ledger.from_log(path, durable=True)
+    led.append(1)
+    assert synced == []
+    led.spill(0, 1)
+    assert len(synced) == 1
+    led.close()
+    plain = Ledger.from_log(path)
+    plain.spill(0, 1)
+    plain.close()
+    assert len(synced) == 1

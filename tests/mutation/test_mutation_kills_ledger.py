@@ -281,3 +281,97 @@ def test_from_log_durable_fsyncs_the_evidence_lines(tmp_path: Path, monkeypatch:
     plain.spill(0, 1)
     plain.close()
     assert len(synced) == 1
+
+
+def test_from_log_rebuilds_empty_ranges_and_names_each_event_by_its_line() -> None:
+    led = Ledger.from_log([SAME, '{"event": "append", "count": 0}', '{"event": "append", "count": 6}',
+                           '{"event": "truncate", "range": [3, 3]}', '{"event": "spill", "range": [5, 5]}',
+                           '{"event": "truncate", "range": [0, 2]}'])
+    assert led.history_end == 6 and list(led.core.truncated) == [(0, 2)] and list(led.core.spilled) == []
+    assert led.core.origins is not None and led.core.origins.within(0, 2) == [(6, 6)]
+    with pytest.raises(EventLogError) as info:
+        Ledger.from_log([SAME, '{"event": "append", "count": 6}', '{"event": "spill", "range": [4, 3]}'])
+    assert str(info.value) == "<log>:3: range: [4, 3) is not an interval inside the history [0, 6)"
+
+
+class _Stream(io.StringIO):
+    flushes = 0
+
+    def flush(self) -> None:
+        self.flushes += 1
+        super().flush()
+
+
+@pytest.mark.parametrize("flush", [None, True, False])
+def test_from_log_into_a_stream_of_ones_own_flushes_as_asked(flush: bool | None) -> None:
+    out = _Stream()
+    kw: dict[str, Any] = {} if flush is None else {"flush": flush}
+    led = Ledger.from_log([SAME], log=out, **kw)
+    before = out.flushes
+    led.append(3)
+    assert out.getvalue() == '{"event": "append", "count": 3}\n'
+    assert out.flushes - before == (0 if flush is False else 1)
+    with pytest.raises(ValueError, match="durable=True needs a log with a file descriptor"):
+        Ledger.from_log([SAME], log=io.StringIO(), durable=True)
+
+
+def test_from_log_closes_the_file_it_opened_when_the_sink_cannot_be_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tailguard.ledger as ledger_module
+    path = _log_file(tmp_path)
+    opened: list[int] = []
+    real_open = os.open
+
+    def spy_open(*args: Any, **kw: Any) -> int:
+        fd = real_open(*args, **kw)
+        opened.append(fd)
+        return fd
+
+    def broken_sink(*args: Any, **kw: Any) -> Any:
+        raise RuntimeError("no sink")
+
+    monkeypatch.setattr(os, "open", spy_open)
+    monkeypatch.setattr(ledger_module, "LogSink", broken_sink)
+    with pytest.raises(RuntimeError, match="no sink"):
+        Ledger.from_log(path)
+    (fd,) = opened
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed
+
+
+def _c(i: list[int], c: list[int], t: int, **kw: Any) -> str:
+    return json.dumps({"event": "compact", "summary_input": i, "summary_covers": c, "tail_start": t, **kw})
+
+
+LINEAGE = [SAME, '{"event": "append", "count": 10}',
+           _c([0, 10], [0, 4], 4, summary="a"),  # line 3
+           _c([4, 10], [4, 6], 6, summary="b", saw=[], keeps=["a"]),  # line 4: b covers [4, 6) only
+           '{"event": "append", "count": 2}',
+           '{"event": "evict_summary", "summary": "a"}']  # line 6
+
+
+def test_from_log_rebuilds_saw_keeps_and_evictions_with_their_lines() -> None:
+    led = Ledger.from_log(LINEAGE[:5])
+    assert led.summaries == ("a", "b")
+    shape: dict[str, Any] = {"summary_input": (6, 12), "summary_covers": (6, 10), "tail_start": 10}
+    d = led.decide(**shape, saw=["b"])
+    assert d.holes == ((0, 4),)  # b never saw a: a's coverage is not b's
+    led = Ledger.from_log(LINEAGE)
+    assert led.summaries == ("b",)
+    d = led.decide(**shape)
+    assert d.holes == ((0, 4),)
+    assert led.explain(d, **shape) == [
+        "no_hole: offsets [0, 4) were covered only by summary 'a' (line 3), which was evicted from the "
+        "context at line 6"]
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    (_c([6, 12], [6, 10], 10, saw=["zz"]), "<log>:7: saw[0]: no summary 'zz' is in the context here"),
+    ('{"event": "evict_summary", "summary": "a"}',
+     "<log>:7: summary: no summary 'a' is in the context here (it was created at line 3 and has left "
+     "the context)"),
+])
+def test_from_log_names_the_log_and_line_of_a_bad_summary_id(bad: str, message: str) -> None:
+    with pytest.raises(EventLogError) as info:
+        Ledger.from_log([*LINEAGE, bad])
+    assert str(info.value) == message

@@ -5,6 +5,8 @@ is owed to, and the state rebuilt after an eviction."""
 
 from __future__ import annotations
 
+import pytest
+
 from tailguard._generated.checker import Decision
 from tailguard.ledger_core import LedgerCore, TruncationOrigins
 
@@ -70,6 +72,8 @@ def test_exact_lines_within_names_each_truncation_a_range_lost_and_nothing_past_
     assert o.exact_lines_within(4, 8) == ["b"]
     assert o.exact_lines_within(0, 100) == ["a", "b", "c"]
     assert o.within(3, 9) == [("recovered", "recovered"), ("a", "a"), ("b", "b"), ("c", "c")]
+    assert o.within(3, 6) == [("a", "a"), ("b", "b")]  # the merged row starting at 6 is not in it
+    assert o.within(7, 8) == [("recovered", "recovered")]
 
 
 def test_an_eviction_rebuilds_what_is_recovered_and_lost_from_the_spills() -> None:
@@ -84,3 +88,14 @@ def test_an_eviction_rebuilds_what_is_recovered_and_lost_from_the_spills() -> No
         assert list(core.recovered) == [(0, 2)] and list(core.lost) == [(2, 4)]
         d = core.decide("strict", 8, (6, 10), (6, 8))
         assert d == Decision("refuse", ("no_hole",), ((2, 6),))
+
+
+def test_the_seed_profile_needs_the_seed_state() -> None:
+    core = _core(seed=False)
+    core.append(10)
+    with pytest.raises(ValueError) as info:
+        core.decide("seed", 8, (0, 10), (0, 8))
+    assert str(info.value) == "this ledger core was built without the seed profile's state"
+    with pytest.raises(ValueError) as info:
+        core.decide("loose", 8, (0, 10), (0, 8))
+    assert str(info.value) == "unknown profile 'loose'; known: seed, strict, partitioned"

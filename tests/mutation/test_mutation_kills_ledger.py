@@ -502,3 +502,51 @@ def test_replay_refuses_a_bad_start_or_profile_and_yields_refusal_lines() -> Non
     out = list(replay(_events('{"event": "append", "count": 1}', refusal, refusal)))
     assert [type(x).__name__ for x in out] == ["Session", "Refusal", "Refusal"]
     assert Ledger.from_log([SAME, '{"event": "append", "count": 1}', refusal, refusal]).refusals == 2
+
+
+def test_replay_accepts_an_empty_append() -> None:
+    out = list(replay(_events('{"event": "append", "count": 0}', '{"event": "append", "count": 3}',
+                              _c([0, 3], [0, 1], 1))))
+    assert isinstance(out[-1], Verdict) and out[-1].history_end == 3 and out[-1].decision.allowed
+
+
+def test_equivalent_case_checks_and_uses_the_lineage_given() -> None:
+    led = Ledger(2, keep_history=True)
+    led.append(8)
+    led.commit(summary_input=(0, 8), summary_covers=(0, 4), tail_start=4, summary="a")
+    led.append(4)
+    led.commit(summary_input=(4, 12), summary_covers=(4, 8), tail_start=8, summary="b", saw=[], keeps=["a"])
+    shape: dict[str, Any] = {"summary_input": (8, 12), "summary_covers": (8, 10), "tail_start": 10}
+    assert led.equivalent_case(**shape)["prior_coverage"] == [[0, 8]]
+    assert led.equivalent_case(**shape, saw=["b"])["prior_coverage"] == [[4, 8]]
+    assert led.equivalent_case(**shape, saw=[], keeps=["a"])["prior_coverage"] == [[0, 4]]
+    assert led.equivalent_case(**shape, keeps=["a"])["prior_coverage"] == [[0, 8]]
+    with pytest.raises(ValueError) as info:
+        led.equivalent_case(**shape, saw=["zz"])
+    assert str(info.value) == "saw[0]: no summary 'zz' is in the context here"
+    with pytest.raises(ValueError) as info:
+        led.equivalent_case(**shape, keeps=["zz"])
+    assert str(info.value) == "keeps[0]: no summary 'zz' is in the context here"
+
+
+@pytest.mark.parametrize(("profile", "explain", "state"), [
+    ("strict", False, (False, False)), ("partitioned", True, (False, True)), ("seed", False, (True, False))])
+def test_replay_keeps_only_the_state_its_profile_and_explain_need(
+        profile: str, explain: bool, state: tuple[bool, bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The docstring's memory bound: the seed's raw truncations only for the seed profile, the
+    lines of each truncation only with ``explain``."""
+    import tailguard.ledger as ledger_module
+    built: list[LedgerCore] = []
+
+    class Spy(LedgerCore):
+        __slots__ = ()
+
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            super().__init__(*args, **kw)
+            built.append(self)
+
+    monkeypatch.setattr(ledger_module, "LedgerCore", Spy)
+    list(replay(_events('{"event": "append", "count": 4}', '{"event": "truncate", "range": [0, 1]}'),
+                profile=profile, explain=explain))
+    (core,) = built
+    assert (core._stair is not None, core.origins is not None) == state

@@ -96,3 +96,12 @@ def test_iteration_refuses_starts_and_ends_out_of_step(where: str) -> None:
         u._his.append([40])
     with pytest.raises(ValueError, match="zip"):
         list(u)
+
+
+def test_plain_runs_keep_no_tags_unless_asked() -> None:
+    from tailguard.interval_index import Runs
+    plain, tagged = Runs(), Runs(tags=True)
+    for r in (plain, tagged):
+        r._insert((0, 0), 1, 2, "t")
+        r.check()
+    assert plain._tags is None and tagged._tags == [["t"]] and tagged._tag(0, 0) == "t"

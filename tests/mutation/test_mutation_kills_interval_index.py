@@ -105,3 +105,10 @@ def test_plain_runs_keep_no_tags_unless_asked() -> None:
         r._insert((0, 0), 1, 2, "t")
         r.check()
     assert plain._tags is None and tagged._tags == [["t"]] and tagged._tag(0, 0) == "t"
+
+
+def test_add_gaps_merges_a_range_that_ends_where_a_held_one_starts() -> None:
+    u = _union((5, 9))
+    assert u.add_gaps(0, 5) == [(0, 5)]
+    assert list(u) == [(0, 9)] and len(u) == 1
+    assert u.add_gaps(9, 12) == [(9, 12)] and list(u) == [(0, 12)]

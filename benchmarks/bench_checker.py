@@ -11,9 +11,13 @@ intervals (k truncations, k prior coverages, k spills):
   on sorted input, which is what a ledger or an adapter writes).
 
 The ratios are what count: the machine is shared, and absolute times move 15 to 20 % from
-run to run (NOTES.md), ratios within one run much less.
+run to run (NOTES.md), ratios within one run much less. Every column is timed the same way: by
+default the CPU time of this thread (``time.thread_time``), so that the time other jobs hold
+the core is not counted (on a loaded machine wall-clock ratios moved by 2x between runs), and
+the repeats are taken in turn across the sides of a row, so that a burst of load falls on all of
+them alike; ``--wall`` times by the wall clock (``time.perf_counter``, timeit's default).
 
-    python benchmarks/bench_checker.py [--quick] [--repeat N]
+    python benchmarks/bench_checker.py [--quick] [--repeat N] [--wall]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import random
+import time
 import timeit
 from collections.abc import Callable
 
@@ -76,15 +81,30 @@ def linear_floor(case: dict[str, object]) -> None:
         merge_pass(case[field])  # type: ignore[arg-type]
 
 
-def best(stmt: Callable[[], object], number: int, repeat: int) -> float:
-    return min(timeit.repeat(stmt, number=number, repeat=repeat)) / number
+TIMER: Callable[[], float] = time.thread_time
+
+
+def best_of(sides: dict[str, Callable[[], object]], number: int, repeat: int) -> dict[str, float]:
+    """The best time of each side, the repeats taken in turn across the sides (a round starts
+    at another side each time), so that a burst of load falls on every side alike."""
+    timers = {name: timeit.Timer(stmt, timer=TIMER) for name, stmt in sides.items()}
+    out = dict.fromkeys(sides, float("inf"))
+    names = list(sides)
+    for r in range(repeat):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            out[name] = min(out[name], timers[name].timeit(number=number) / number)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="stop at 1,000 intervals per list")
-    ap.add_argument("--repeat", type=int, default=7, help="timeit repeats (the best counts)")
+    ap.add_argument("--repeat", type=int, default=7,
+                    help="rounds of timing, in turn across the sides (the best counts)")
+    ap.add_argument("--wall", action="store_true", help="time by the wall clock, not this thread's CPU time")
     args = ap.parse_args()
+    global TIMER
+    TIMER = time.perf_counter if args.wall else time.thread_time
     sizes = [k for k in SIZES if not (args.quick and k > 1_000)]
     profiles = [p for p in ("seed", "strict", "partitioned") if p in PROFILES]
     head = (f"{'k':>6} {'input':>8} {'seed guard':>11} " + " ".join(f"{p:>12}" for p in profiles)
@@ -94,11 +114,15 @@ def main() -> None:
         for shuffled in (False, True):
             case = make_case(k, shuffled=shuffled)
             number = max(1, 20_000 // (3 * k + 1))
-            t_seed = best(lambda c=case: seed_call(c), number, args.repeat)  # type: ignore[misc]
-            times = {p: best(lambda c=case, p=p: check(p, **c), number, args.repeat)  # type: ignore[misc, arg-type]
-                     for p in profiles}
-            t_sort = best(lambda c=case: sort_merge_floor(c), number, args.repeat)  # type: ignore[misc]
-            t_scan = best(lambda c=case: linear_floor(c), number, args.repeat)  # type: ignore[misc]
+            sides: dict[str, Callable[[], object]] = {
+                "guard": lambda c=case: seed_call(c),  # type: ignore[misc]
+                **{p: (lambda c=case, p=p: check(p, **c)) for p in profiles},  # type: ignore[misc, arg-type]
+                "sort": lambda c=case: sort_merge_floor(c),  # type: ignore[misc]
+                "scan": lambda c=case: linear_floor(c),  # type: ignore[misc]
+            }
+            t = best_of(sides, number, args.repeat)
+            t_seed, t_sort, t_scan = t["guard"], t["sort"], t["scan"]
+            times = {p: t[p] for p in profiles}
             floor = t_sort if shuffled else t_scan
             print(f"{k:>6} {'shuffled' if shuffled else 'sorted':>8} {t_seed * 1e6:>9.2f}µs "
                   + " ".join(f"{times[p] * 1e6:>10.2f}µs" for p in profiles)

@@ -80,25 +80,115 @@ function _gaps(start, stop, items) {
   return out;
 }
 
+// Sorting and joining (not interval algebra: each returns the pairs it was given, in another order
+// or as they are; the union is then _merge_run's, which T18 proves right whenever it succeeds and
+// successful on any list sorted by start).
+const KEY_LIMIT = 2 ** 53;  // a sort key start * span + index is exact below 2^53
+
 function _byStart(x, y) {
   return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
 }
 
+// The pairs of items (of integers) sorted by start, as a new array: fewer than 32 by insertion;
+// else, when every start is non-negative, by numeric keys start * span + index (span: the power
+// of two above the last index; exact below 2^53) in a Uint32Array when they fit, else in a
+// Float64Array, so that no comparison function is called; else by comparisons.
+function _sortByStart(items) {
+  const len = items.length;
+  if (len < 32) {  // short: an insertion sort is faster than setting up a typed array
+    const out = items.slice();
+    for (let i = 1; i < len; i += 1) {
+      const item = out[i];
+      let j = i;
+      for (; j > 0 && out[j - 1][0] > item[0]; j -= 1) out[j] = out[j - 1];
+      out[j] = item;
+    }
+    return out;
+  }
+  let span = 1;
+  while (span < len) span *= 2;
+  let top = 0;
+  for (let i = 0; i < len; i += 1) {
+    const lo = items[i][0];
+    if (!(lo >= 0)) return items.slice().sort(_byStart);
+    if (lo > top) top = lo;
+  }
+  const limit = (top + 1) * span;
+  if (limit > KEY_LIMIT) return items.slice().sort(_byStart);
+  const keys = limit <= 2 ** 32 ? new Uint32Array(len) : new Float64Array(len);
+  for (let i = 0; i < len; i += 1) keys[i] = items[i][0] * span + i;
+  keys.sort();
+  const out = [];
+  for (let j = 0; j < len; j += 1) out.push(items[keys[j] % span]);
+  return out;
+}
+
+// Two lists sorted by start as one list sorted by start (linear; a list is returned as it is when
+// the other is empty).
+function _mergeByStart(a, b) {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  const out = new Array(a.length + b.length);  // every slot is filled below
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) {
+    if (b[j][0] < a[i][0]) {
+      out[k] = b[j];
+      j += 1;
+    } else {
+      out[k] = a[i];
+      i += 1;
+    }
+    k += 1;
+  }
+  for (; i < a.length; i += 1, k += 1) out[k] = a[i];
+  for (; j < b.length; j += 1, k += 1) out[k] = b[j];
+  return out;
+}
+
 // The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
 function _merged(items) {
+  if (items.length === 0) return items;
   let out = _merge_run(items);
   if (out === null) {
-    out = _merge_run(items.slice().sort(_byStart));
+    out = _merge_run(_sortByStart(items));
     if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
   }
   return out;
 }
 
-// The union of several lists joined (each usually sorted): one sort and one pass.
-function _merged_runs(items) {
-  const out = _merge_run(items.sort(_byStart));
-  if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
-  return out;
+// The union of several normal lists (each sorted by start) as a normal list: they are merged by
+// start, the two shortest first, and the result goes through one pass of _merge_run (sorted again
+// first if it did not come out sorted).
+function _merged_runs(runs) {
+  let m = 0;
+  for (let i = 0; i < runs.length; i += 1) {  // runs is the caller's own array: compacted in place
+    if (runs[i].length !== 0) {
+      runs[m] = runs[i];
+      m += 1;
+    }
+  }
+  while (m > 1) {
+    let a = 0;
+    let b = 1;
+    if (runs[1].length < runs[0].length) {
+      a = 1;
+      b = 0;
+    }
+    for (let i = 2; i < m; i += 1) {
+      if (runs[i].length < runs[a].length) {
+        b = a;
+        a = i;
+      } else if (runs[i].length < runs[b].length) {
+        b = i;
+      }
+    }
+    runs[a] = _mergeByStart(runs[a], runs[b]);
+    runs[b] = runs[m - 1];
+    m -= 1;
+  }
+  return m === 0 ? [] : _merged(runs[0]);
 }
 
 // Whether [start, stop) shares an offset with the normal list items: only the last pair that
@@ -249,7 +339,7 @@ export function readJSON(text, what = "json") {
 }
 
 // Profile 'seed': The seed's assert_compaction_safe, transcribed bit for bit on any integers, quirks included.
-function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
+function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, known) {
   const v_a = v_I[0];  // a = I.lo
   const failed = [];
   let holes = [];
@@ -269,15 +359,17 @@ function check_seed(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_T
 }
 
 // Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail.
-function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
-  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && _bounded(v_TR, 0, v_n) && _bounded(v_PC, 0, v_n) && _bounded(v_SP, 0, v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
+function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, known) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && (known || _bounded(v_TR, 0, v_n)) && (known || _bounded(v_PC, 0, v_n)) && (known || _bounded(v_SP, 0, v_n))) && (v_floor_unit === "turns" || v_floor_unit === "messages" || v_floor_unit === "tokens") && (v_truncator_unit === "turns" || v_truncator_unit === "messages" || v_truncator_unit === "tokens"))) {
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
-  const v_T = [v_t, v_n];  // T = [t, n)
-  const v_Phi = [(0 >= (v_n - v_F) ? 0 : (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_T_lo = v_t;  // T = [t, n)
+  const v_T_hi = v_n;
+  const v_Phi_lo = (0 >= (v_n - v_F) ? 0 : (v_n - v_F));  // Phi = [max(0, n - F), n)
+  const v_Phi_hi = v_n;
   const v_TRU = _merged(v_TR);  // TRU = union(TR)
-  const v_covered = _merged_runs(v_PC.concat(v_SP, _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T[0], v_T[1], v_TRU)));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const v_covered = _merged_runs([_merged(v_PC), _merged(v_SP), _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T_lo, v_T_hi, v_TRU)]);  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
   const failed = [];
   let holes = [];
   // units_agree: floor_unit == truncator_unit
@@ -285,15 +377,15 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
     failed.push("units_agree");
   }
   // floor_in_input: Phi subset I
-  if (!(v_Phi[0] >= v_Phi[1] || (v_I[0] <= v_Phi[0] && v_Phi[1] <= v_I[1]))) {
+  if (!(v_Phi_lo >= v_Phi_hi || (v_I[0] <= v_Phi_lo && v_Phi_hi <= v_I[1]))) {
     failed.push("floor_in_input");
   }
   // floor_in_tail: Phi subset T
-  if (!(v_Phi[0] >= v_Phi[1] || (v_T[0] <= v_Phi[0] && v_Phi[1] <= v_T[1]))) {
+  if (!(v_Phi_lo >= v_Phi_hi || (v_T_lo <= v_Phi_lo && v_Phi_hi <= v_T_hi))) {
     failed.push("floor_in_tail");
   }
   // tail_intact: all(r in TR: empty(r & T))
-  if (!(!_meets(v_T[0], v_T[1], v_TRU))) {
+  if (!(!_meets(v_T_lo, v_T_hi, v_TRU))) {
     failed.push("tail_intact");
   }
   // seam_contiguous: t == 0 or d >= t
@@ -314,15 +406,17 @@ function check_strict(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v
 }
 
 // Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input.
-function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP) {
-  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && _bounded(v_TR, 0, v_n) && _bounded(v_PC, 0, v_n) && _bounded(v_SP, 0, v_n)) && UNITS.includes(v_floor_unit) && UNITS.includes(v_truncator_unit))) {
+function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, known) {
+  if (!((v_n >= 0) && (v_F >= 0) && (0 <= v_t && v_t <= v_n) && ((0 <= v_I[0] && v_I[0] <= v_I[1] && v_I[1] <= v_n) && (0 <= v_C[0] && v_C[0] <= v_C[1] && v_C[1] <= v_n) && (known || _bounded(v_TR, 0, v_n)) && (known || _bounded(v_PC, 0, v_n)) && (known || _bounded(v_SP, 0, v_n))) && (v_floor_unit === "turns" || v_floor_unit === "messages" || v_floor_unit === "tokens") && (v_truncator_unit === "turns" || v_truncator_unit === "messages" || v_truncator_unit === "tokens"))) {
     return decision(["well_formed"], []);
   }
   const v_d = v_C[1];  // d = C.hi
-  const v_T = [v_t, v_n];  // T = [t, n)
-  const v_Phi = [(0 >= (v_n - v_F) ? 0 : (v_n - v_F)), v_n];  // Phi = [max(0, n - F), n)
+  const v_T_lo = v_t;  // T = [t, n)
+  const v_T_hi = v_n;
+  const v_Phi_lo = (0 >= (v_n - v_F) ? 0 : (v_n - v_F));  // Phi = [max(0, n - F), n)
+  const v_Phi_hi = v_n;
   const v_TRU = _merged(v_TR);  // TRU = union(TR)
-  const v_covered = _merged_runs(v_PC.concat(v_SP, _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T[0], v_T[1], v_TRU)));  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+  const v_covered = _merged_runs([_merged(v_PC), _merged(v_SP), _gaps((v_C[0] >= v_I[0] ? v_C[0] : v_I[0]), (v_C[1] <= v_I[1] ? v_C[1] : v_I[1]), v_TRU), _gaps(v_T_lo, v_T_hi, v_TRU)]);  // covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
   const failed = [];
   let holes = [];
   // units_agree: floor_unit == truncator_unit
@@ -330,11 +424,11 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
     failed.push("units_agree");
   }
   // floor_in_tail: Phi subset T
-  if (!(v_Phi[0] >= v_Phi[1] || (v_T[0] <= v_Phi[0] && v_Phi[1] <= v_T[1]))) {
+  if (!(v_Phi_lo >= v_Phi_hi || (v_T_lo <= v_Phi_lo && v_Phi_hi <= v_T_hi))) {
     failed.push("floor_in_tail");
   }
   // tail_intact: all(r in TR: empty(r & T))
-  if (!(!_meets(v_T[0], v_T[1], v_TRU))) {
+  if (!(!_meets(v_T_lo, v_T_hi, v_TRU))) {
     failed.push("tail_intact");
   }
   // seam_contiguous: t == 0 or d >= t
@@ -354,7 +448,36 @@ function check_partitioned(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_un
   return decision(failed, holes);
 }
 
-const CHECKERS = { seed: check_seed, strict: check_strict, partitioned: check_partitioned };
+// The fast reader of check: one pass per list that reads and copies every pair of safe integers
+// low <= lo <= hi <= high (the bounds of the well-formedness gate); null when anything is unusual
+// (not an array, an item that is not such a pair, a pair out of bounds, more pairs than `room`
+// left under the limit), and the exact reader (readFields) then reads the fields again, names the
+// field and the reason, and the gate checks the bounds.
+const OBJECT_PROTOTYPE = Object.prototype;
+const ARRAY_VALUES = Array.prototype[Symbol.iterator];
+
+function fastPair(value) {
+  if (!Array.isArray(value) || value.length !== 2) return null;
+  const lo = value[0];
+  const hi = value[1];
+  return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo, hi] : null;
+}
+
+function fastPairs(value, low, high, room) {
+  if (!Array.isArray(value) || value[Symbol.iterator] !== ARRAY_VALUES) return null;
+  const len = value.length;
+  if (len > room) return null;
+  const out = new Array(len);  // every slot is filled below (or null is returned)
+  for (let i = 0; i < len; i += 1) {
+    const item = value[i];
+    if (!Array.isArray(item) || item.length !== 2) return null;
+    const lo = item[0];
+    const hi = item[1];
+    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || !(low <= lo && lo <= hi && hi <= high)) return null;
+    out[i] = [lo, hi];
+  }
+  return out;
+}
 
 /**
  * Decide one compaction. Every field is read first: an interval list may be any iterable of
@@ -362,13 +485,43 @@ const CHECKERS = { seed: check_seed, strict: check_strict, partitioned: check_pa
  * the field (a non-integer, a non-pair, more than 100,000 intervals); never a silent allow.
  */
 export function check(profile, fields = {}) {
-  const known = typeof profile === "string" && Object.hasOwn(CHECKERS, profile);
-  const checker = known ? CHECKERS[profile] : undefined;
+  const checker = profile === "seed" ? check_seed : profile === "strict" ? check_strict : profile === "partitioned" ? check_partitioned : undefined;
   if (checker === undefined) {
     throw new CaseError("profile", `unknown profile ${show(profile)}; known: ${PROFILES.join(", ")}`);
   }
+  fast: if (fields !== null && typeof fields === "object") {
+    const proto = Object.getPrototypeOf(fields);
+    if (!(proto === null || (proto === OBJECT_PROTOTYPE && !("history_end" in OBJECT_PROTOTYPE) && !("tail_start" in OBJECT_PROTOTYPE) && !("summary_input" in OBJECT_PROTOTYPE) && !("summary_covers" in OBJECT_PROTOTYPE) && !("recovery_floor_span" in OBJECT_PROTOTYPE) && !("floor_unit" in OBJECT_PROTOTYPE) && !("truncator_unit" in OBJECT_PROTOTYPE) && !("prior_truncations" in OBJECT_PROTOTYPE) && !("prior_coverage" in OBJECT_PROTOTYPE) && !("spills" in OBJECT_PROTOTYPE)))) break fast;
+    let room = MAX_INTERVALS;
+    const v_n = fields.history_end;
+    if (!Number.isSafeInteger(v_n)) break fast;
+    const v_t = fields.tail_start;
+    if (!Number.isSafeInteger(v_t)) break fast;
+    const v_I = fastPair(fields.summary_input);
+    if (v_I === null) break fast;
+    const v_C = fastPair(fields.summary_covers);
+    if (v_C === null) break fast;
+    const v_F = fields.recovery_floor_span;
+    if (!Number.isSafeInteger(v_F)) break fast;
+    const v_floor_unit = fields.floor_unit;
+    if (typeof v_floor_unit !== "string") break fast;
+    const v_truncator_unit = fields.truncator_unit;
+    if (typeof v_truncator_unit !== "string") break fast;
+    const v_TR_given = fields.prior_truncations;
+    const v_TR = v_TR_given === undefined && !("prior_truncations" in fields) ? [] : fastPairs(v_TR_given, 0, v_n, room);
+    if (v_TR === null) break fast;
+    room -= v_TR.length;
+    const v_PC_given = fields.prior_coverage;
+    const v_PC = v_PC_given === undefined && !("prior_coverage" in fields) ? [] : fastPairs(v_PC_given, 0, v_n, room);
+    if (v_PC === null) break fast;
+    room -= v_PC.length;
+    const v_SP_given = fields.spills;
+    const v_SP = v_SP_given === undefined && !("spills" in fields) ? [] : fastPairs(v_SP_given, 0, v_n, room);
+    if (v_SP === null) break fast;
+    return checker(v_n, v_t, v_I, v_C, v_F, v_floor_unit, v_truncator_unit, v_TR, v_PC, v_SP, true);
+  }
   const v = readFields(fields, true);
-  return checker(v["history_end"], v["tail_start"], v["summary_input"], v["summary_covers"], v["recovery_floor_span"], v["floor_unit"], v["truncator_unit"], v["prior_truncations"], v["prior_coverage"], v["spills"]);
+  return checker(v["history_end"], v["tail_start"], v["summary_input"], v["summary_covers"], v["recovery_floor_span"], v["floor_unit"], v["truncator_unit"], v["prior_truncations"], v["prior_coverage"], v["spills"], false);
 }
 
 function describe(value) {

@@ -361,12 +361,52 @@ CHECKER_BREAKS: list[tuple[str, str, str, str]] = [
      "(v_T[0] <= v_Phi[0] + 1 and v_Phi[1] <= v_T[1])", "decision"),
     ("no_hole: holes from 1", "h_no_hole = _gaps(0, v_n, v_covered)", "h_no_hole = _gaps(1, v_n, v_covered)",
      "decision"),
-    ("covered forgets spills", "_merged_runs(v_PC + v_SP + ", "_merged_runs(v_PC + ", "decision"),
+    ("covered forgets spills", "_merged_runs(_merged(v_PC) + _merged(v_SP) + ", "_merged_runs(_merged(v_PC) + ",
+     "decision"),
+    ("covered takes the truncations for the spills", "_merged(v_SP) + ", "_merged(v_TR) + ", "decision"),
+    ("_ALLOW is a refusal", '_ALLOW = Decision("allow", (), ())', '_ALLOW = Decision("refuse", (), ())', "decision"),
+    ("_ALLOW reassigned", '_ALLOW = Decision("allow", (), ())  #',
+     '_ALLOW = Decision("allow", (), ())\n_ALLOW = Decision("refuse", (), ())  #', "decision"),
+    ("allow whatever failed", 'return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW',
+     "return _ALLOW", "decision"),
+    ("refuse without the failed clauses", 'return _new(Decision, ("refuse", tuple(failed), holes)) if failed',
+     'return _new(Decision, ("refuse", (), holes)) if failed', "decision"),
+    ("_new is not tuple.__new__", "_new = tuple.__new__", "_new = lambda cls, t: _ALLOW", "decision"),
+    ("_bounded lets a float through", "            if type(lo) is int and type(hi) is int and low <= lo <= hi <= high:",
+     "            if type(lo) is int and low <= lo <= hi <= high:", "decision"),
+    ("_bounded lets a list through", "        if type(item) is tuple and len(item) == 2:",
+     "        if len(item) == 2:", "decision"),
+    ("_bounded: the end not bounded", "and low <= lo <= hi <= high:\n", "and low <= lo <= hi:\n", "decision"),
+    ("T \\ TRU scanned from the wrong start", "_gaps_from(v_T[0], v_T[1], v_TRU)",
+     "_gaps_from(v_T[0] + 1, v_T[1], v_TRU)", "decision"),
+    ("the gate skips a non-empty list", "(not v_SP or _bounded(v_SP, 0, v_n))", "(v_SP or _bounded(v_SP, 0, v_n))",
+     "decision"),
+    ("the gate skips the spills", "(not v_SP or _bounded(v_SP, 0, v_n))", "(not v_PC or _bounded(v_SP, 0, v_n))",
+     "decision"),
     ("_meets: last pair missed", "    j = _bisect_left(items, (stop,)) - 1\n",
      "    j = _bisect_left(items, (stop,)) - 2\n", "decision"),
     ("clauses reordered", "    if not ((v_t == 0) or (v_d >= v_t)):  # seam_contiguous",
      "    if not ((v_t == 0) or (v_d >= v_t)) and True:  # seam_contiguous", "decision"),
 ]
+
+
+#: bugs edited into ``_gaps_from``: its own proof (from bisect's contract) must fail, not only
+#: the comparison of its text with the renderer's
+GAPS_FROM_BREAKS = [
+    ("the pair that may hold start is skipped", "    j = _bisect_left(items, (start,)) - 1\n    return _gaps(",
+     "    j = _bisect_left(items, (start,)) - 0\n    return _gaps("),
+    ("one pair too many skipped", "items[j:] if j > 0 else items", "items[j + 1:] if j > 0 else items"),
+    ("a slice from the end", "items[j:] if j > 0 else items", "items[j:] if j > -2 else items"),
+]
+
+
+@pytest.mark.parametrize(("what", "old", "new"), GAPS_FROM_BREAKS, ids=[b[0] for b in GAPS_FROM_BREAKS])
+def test_a_bug_in_gaps_from_fails_its_proof(what: str, old: str, new: str) -> None:
+    assert checker_z3.gaps_from_part(CHECKER_TEXT)[1].status == "proved"
+    name, result = checker_z3.gaps_from_part(_edited(old, new))
+    assert result.status == "counterexample", (what, name, result)
+    wrappers = checker_z3.wrappers_part(_edited(old, new))[1]
+    assert wrappers.status == "counterexample"  # and its text is not the renderer's
 
 
 def _edited(old: str, new: str, count: int | None = None) -> str:

@@ -15,9 +15,6 @@ from __future__ import annotations
 import reprlib as _reprlib
 from bisect import bisect_left as _bisect_left
 from collections.abc import Callable, Iterable, Mapping
-from itertools import starmap as _starmap
-from operator import itemgetter as _itemgetter
-from operator import le as _le
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -68,6 +65,10 @@ class Decision(NamedTuple):
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "failed": list(self.failed),
                 "holes": [list(h) for h in self.holes]}
+
+
+_ALLOW = Decision("allow", (), ())  # every allow (a tuple: immutable, so one is shared)
+_new = tuple.__new__  # _new(Decision, (decision, failed, holes)): Decision(...) without its Python call
 
 
 class CaseError(ValueError):
@@ -125,6 +126,8 @@ def _gaps(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int
 def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
     an adapter writes them), else a sort and the same pass."""
+    if not items:  # no pairs: nothing to merge (a case without prior compactions)
+        return []
     out = _merge_run(items)
     if out is None:
         out = _merge_run(sorted(items))
@@ -140,6 +143,13 @@ def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _gaps_from(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``_gaps(start, stop, items)`` for a normal list ``items``, the scan begun by one bisect
+    at the last pair that starts before ``start`` (every pair before that one ends before it)."""
+    j = _bisect_left(items, (start,)) - 1
+    return _gaps(start, stop, items[j:] if j > 0 else items)
+
+
 def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
     pair that starts before ``stop`` can, and it is found by one bisect."""
@@ -147,20 +157,17 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     return start < stop and j >= 0 and items[j][1] > start
 
 
-_first = _itemgetter(0)
-_second = _itemgetter(1)
-
-
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
-    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (long lists by
-    builtins: ``lo <= hi`` pair by pair, the least start and the greatest end)."""
-    if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
-        for lo, hi in items:
-            if not low <= lo <= hi <= high:
-                return False
-        return True
-    return (all(_starmap(_le, items)) and low <= min(map(_first, items))
-            and max(map(_second, items)) <= high)
+    """Every item of ``items`` is a pair ``(lo, hi)`` with ``low <= lo <= hi <= high``: a tuple
+    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``). One loop
+    with an early exit (on CPython 3.11 faster than passes of builtins at every length)."""
+    for item in items:
+        if type(item) is tuple and len(item) == 2:
+            lo, hi = item
+            if type(lo) is int and type(hi) is int and low <= lo <= hi <= high:
+                continue
+        return False
+    return True
 
 
 def _fmt_set(s: list[tuple[int, int]]) -> str:
@@ -184,7 +191,7 @@ def _check_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], 
         return Decision("refuse", ('floor_reach',), ())
     if not all((not ((v_r[1] > (v_t - v_F)) and (v_r[0] < v_t))) for v_r in v_TR):  # truncation_clear: all(r in TR: not (r.hi > t - F and r.lo < t))
         return Decision("refuse", ('truncation_clear',), ())
-    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+    return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW
 
 
 def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -201,13 +208,13 @@ def _explain_seed(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
 
 def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'strict': The recovery contract: allow iff every offset of [0, n) stays recoverable and the floor is in both input and tail."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -226,7 +233,7 @@ def _check_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int]
     if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
         holes = tuple(h_no_hole)
-    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+    return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW
 
 
 def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -236,7 +243,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     v_Phi = (max(0, (v_n - v_F)), v_n)
     v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
-        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
         out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
     if 'floor_in_input' in failed:
@@ -248,7 +255,7 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps_from(v_C[0], v_C[1], _gaps_from(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out
@@ -256,13 +263,13 @@ def _explain_strict(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, in
 
 def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]]) -> Decision:
     """Profile 'partitioned': The recovery contract for pipelines that summarize the candidates and keep the tail verbatim: strict without floor_in_input."""
-    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
+    if not ((v_n >= 0) and (v_F >= 0) and (0 <= v_t <= v_n) and ((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))) and (v_floor_unit in UNITS) and (v_truncator_unit in UNITS)):
         return Decision("refuse", ('well_formed',), ())
     v_d = v_C[1]  # d = C.hi
     v_T = (v_t, v_n)  # T = [t, n)
     v_Phi = (max(0, (v_n - v_F)), v_n)  # Phi = [max(0, n - F), n)
     v_TRU = _merged(v_TR)  # TRU = union(TR)
-    v_covered = _merged_runs(v_PC + v_SP + _gaps(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
+    v_covered = _merged_runs(_merged(v_PC) + _merged(v_SP) + _gaps_from(max(v_C[0], v_I[0]), min(v_C[1], v_I[1]), v_TRU) + _gaps_from(v_T[0], v_T[1], v_TRU))  # covered = union(PC) | union(SP) | ((C & I) \ TRU) | (T \ TRU)
     failed: list[str] = []
     holes: tuple[tuple[int, int], ...] = ()
     if not (v_floor_unit == v_truncator_unit):  # units_agree: floor_unit == truncator_unit
@@ -279,7 +286,7 @@ def _check_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int,
     if h_no_hole:  # no_hole: [0, n) subset covered
         failed.append('no_hole')
         holes = tuple(h_no_hole)
-    return Decision("refuse" if failed else "allow", tuple(failed), holes)
+    return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW
 
 
 def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[int, int], v_F: int, v_floor_unit: str, v_truncator_unit: str, v_TR: list[tuple[int, int]], v_PC: list[tuple[int, int]], v_SP: list[tuple[int, int]], failed: tuple[str, ...], holes: tuple[tuple[int, int], ...]) -> list[str]:
@@ -289,7 +296,7 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     v_Phi = (max(0, (v_n - v_F)), v_n)
     v_TRU = _merged(v_TR)
     if 'well_formed' in failed:
-        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and _bounded(v_TR, 0, v_n) and _bounded(v_PC, 0, v_n) and _bounded(v_SP, 0, v_n)), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
+        out.append('well_formed' + ': ' + 'the case is inconsistent ({p0}); the guard fails closed'.format(p0='; '.join(text + ' is false' for ok, text in (((v_n >= 0), 'n >= 0'), ((v_F >= 0), 'F >= 0'), ((0 <= v_t <= v_n), '0 <= t <= n'), (((0 <= v_I[0] <= v_I[1] <= v_n) and (0 <= v_C[0] <= v_C[1] <= v_n) and (not v_TR or _bounded(v_TR, 0, v_n)) and (not v_PC or _bounded(v_PC, 0, v_n)) and (not v_SP or _bounded(v_SP, 0, v_n))), 'all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)'), ((v_floor_unit in UNITS), 'known(floor_unit)'), ((v_truncator_unit in UNITS), 'known(truncator_unit)'),) if not ok)))
     if 'units_agree' in failed:
         out.append('units_agree' + ': ' + 'recovery floor unit {p0} cannot be honored by truncator unit {p1}; the floor is unenforceable'.format(p0=repr(v_floor_unit), p1=repr(v_truncator_unit)))
     if 'floor_in_tail' in failed:
@@ -299,7 +306,7 @@ def _explain_partitioned(v_n: int, v_t: int, v_I: tuple[int, int], v_C: tuple[in
     if 'seam_contiguous' in failed:
         out.append('seam_contiguous' + ': ' + 'summary coverage ends at {p0} but the tail starts at {p1}; the seam has a gap'.format(p0=str(v_d), p1=str(v_t)))
     if 'summary_honest' in failed:
-        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps(v_C[0], v_C[1], _gaps(v_I[0], v_I[1], v_TRU)))))
+        out.append('summary_honest' + ': ' + 'summary coverage {p0} claims offsets {p1} it never saw'.format(p0=_fmt_pair(v_C), p1=_fmt_set(_gaps_from(v_C[0], v_C[1], _gaps_from(v_I[0], v_I[1], v_TRU)))))
     if 'no_hole' in failed:
         out.append('no_hole' + ': ' + 'offsets {p0} were evicted and are in no summary, spill or tail'.format(p0=_fmt_set(list(holes))))
     return out
@@ -328,13 +335,18 @@ def check(profile: str, *, history_end: int, tail_start: int, summary_input: tup
     decide = _CHECKERS.get(profile) if type(profile) is str else None  # the common case
     if decide is None:
         decide = _CHECKERS[_profile(profile)]
-    v_history_end = _int(history_end, 'history_end')
-    v_tail_start = _int(tail_start, 'tail_start')
+    v_history_end = history_end if type(history_end) is int and _INT_MIN < history_end < _INT_BOUND else _int(history_end, 'history_end')
+    v_tail_start = tail_start if type(tail_start) is int and _INT_MIN < tail_start < _INT_BOUND else _int(tail_start, 'tail_start')
     v_summary_input = _pair(summary_input, 'summary_input')
     v_summary_covers = _pair(summary_covers, 'summary_covers')
-    v_recovery_floor_span = _int(recovery_floor_span, 'recovery_floor_span')
-    v_floor_unit = _unit(floor_unit, 'floor_unit')
-    v_truncator_unit = _unit(truncator_unit, 'truncator_unit')
+    v_recovery_floor_span = recovery_floor_span if type(recovery_floor_span) is int and _INT_MIN < recovery_floor_span < _INT_BOUND else _int(recovery_floor_span, 'recovery_floor_span')
+    v_floor_unit = floor_unit if type(floor_unit) is str else _unit(floor_unit, 'floor_unit')
+    v_truncator_unit = truncator_unit if type(truncator_unit) is str else _unit(truncator_unit, 'truncator_unit')
+    gate = _GATES.get(profile)  # the gate types and bounds every list: see _bounded
+    if gate is not None and (type(prior_truncations) is list or type(prior_truncations) is tuple) and (type(prior_coverage) is list or type(prior_coverage) is tuple) and (type(spills) is list or type(spills) is tuple) and len(prior_truncations) + len(prior_coverage) + len(spills) <= MAX_INTERVALS:
+        decision = decide(v_history_end, v_tail_start, v_summary_input, v_summary_covers, v_recovery_floor_span, v_floor_unit, v_truncator_unit, prior_truncations, prior_coverage, spills)  # type: ignore[arg-type]
+        if decision.failed != (gate,):  # the gate held: every list is pairs of int in range
+            return decision
     v_prior_truncations = [] if (type(prior_truncations) is tuple or type(prior_truncations) is list) and not prior_truncations else _pairs(prior_truncations, 'prior_truncations', MAX_INTERVALS)
     v_prior_coverage = [] if (type(prior_coverage) is tuple or type(prior_coverage) is list) and not prior_coverage else _pairs(prior_coverage, 'prior_coverage', MAX_INTERVALS - len(v_prior_truncations))
     v_spills = [] if (type(spills) is tuple or type(spills) is list) and not spills else _pairs(spills, 'spills', MAX_INTERVALS - len(v_prior_truncations) - len(v_prior_coverage))
@@ -397,10 +409,11 @@ def _plain_pairs(items: list[Any] | tuple[Any, ...]) -> list[tuple[int, int]] | 
     return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))
 
 
+_GATES = {'strict': 'well_formed', 'partitioned': 'well_formed'}  # profile: its gate, when the gate bounds every pair of every list
 _PAIR_TYPES = {tuple, list}
-_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
 _INT_TYPE = {int}
 _TUPLE_TYPE = {tuple}
+_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair
 
 
 def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:

@@ -11,8 +11,10 @@ In the translation each call of an algorithm gets the meaning T18 proves for it
 a normal list; ``_gaps(lo, hi, S)`` ``[lo, hi) \\ S`` as a normal list, when S is one; ``_meets``
 an intersection test (its body is read and proved here from the contract of ``bisect_left``);
 ``_bounded`` a bound on every pair (the standard library's ``min``/``max``/``all``: its text is
-compared with the renderer's). A call whose precondition is not met (``_gaps`` of a list that is
-not normal) is a failure, not an assumption.
+compared with the renderer's; its type tests hold on every list of pairs of integers, which is
+what the symbolic case is, and make it refuse anything else, which ``check`` relies on).
+A call whose precondition is not met (``_gaps`` of a list that is not normal) is a failure,
+not an assumption.
 
 Only the proofs import this module (it needs z3).
 """
@@ -37,7 +39,7 @@ Parts = list[tuple[str, Result]]
 Pred = Callable[[Any], Any]
 
 #: helpers whose text must be the renderer's, character for character (after parsing)
-WRAPPERS = ("_merged", "_merged_runs", "_meets", "_bounded")
+WRAPPERS = ("_merged", "_merged_runs", "_gaps_from", "_meets", "_bounded")
 
 
 class NotProvable(ValueError):
@@ -74,6 +76,30 @@ def wrappers_part(source: str) -> tuple[str, Result]:
     return ("the standard-library wrappers are the renderer's", Result("proved", detail="text compared"))
 
 
+#: module constants a profile function's return uses, each assigned once at module level to
+#: exactly this: the allow decision, and ``tuple.__new__`` (``_new(Decision, (d, f, h))`` is
+#: ``Decision(d, f, h)`` without the Python-level ``__new__`` of a NamedTuple)
+CONSTANTS = {"_ALLOW": 'Decision("allow", (), ())', "_new": "tuple.__new__"}
+
+
+def constants_part(source: str) -> tuple[str, Result]:
+    """Every name of :data:`CONSTANTS` is assigned once, at module level, to its text."""
+    tree = pyast.parse(source)
+    for name, text in CONSTANTS.items():
+        want = pyast.dump(pyast.parse(text, mode="eval").body)
+        sets = [n for n in pyast.walk(tree) if isinstance(n, (pyast.Assign, pyast.AnnAssign, pyast.AugAssign))
+                and any(isinstance(t, pyast.Name) and t.id == name
+                        for t in (n.targets if isinstance(n, pyast.Assign) else [n.target]))]
+        top = [n for n in tree.body if n in sets]
+        if (len(sets) != 1 or len(top) != 1 or not isinstance(top[0], pyast.Assign)
+                or pyast.dump(top[0].value) != want):
+            return (name, Result("counterexample", detail=f"{name} must be assigned once, at module level, {text}"))
+        defs = [n for n in pyast.walk(tree) if isinstance(n, (pyast.FunctionDef, pyast.ClassDef)) and n.name == name]
+        if defs:
+            return (name, Result("counterexample", detail=f"{name} is also defined by a def or class"))
+    return ("the module constants of the decision are the renderer's", Result("proved", detail="text compared"))
+
+
 def meets_part(source: str) -> tuple[str, Result]:
     """``_meets`` as written in the file, from ``bisect_left``'s contract, is an intersection test."""
     tree = pyast.parse(source)
@@ -105,6 +131,61 @@ def meets_part(source: str) -> tuple[str, Result]:
             prove(got == meaning, assumptions=z3.And(items.normal(), contract))[0])
 
 
+def gaps_from_part(source: str) -> tuple[str, Result]:
+    """``_gaps_from(start, stop, S)`` (its text is the renderer's: :func:`wrappers_part`) is
+    ``_gaps(start, stop, S)`` for a normal list S: from ``bisect_left``'s contract, the suffix it
+    scans is normal and has the same members as S at and after ``start``."""
+    tree = pyast.parse(source)
+    fn = next((n for n in tree.body if isinstance(n, pyast.FunctionDef) and n.name == "_gaps_from"), None)
+    if fn is None:
+        return ("_gaps_from", Result("counterexample", detail="_gaps_from is missing"))
+    body = [s for s in fn.body if not (isinstance(s, pyast.Expr) and isinstance(s.value, pyast.Constant))]
+    from tailguard.backends.scan_z3 import Arr
+    items = Arr.named("items")
+    start, b, x = z3.Int("start"), z3.Int("bisect"), z3.Int("x")
+    i, i2 = fresh_int("i"), fresh_int("i")
+    try:
+        # j = _bisect_left(items, (start,)) <+|-> k;  return _gaps(start, stop, items[E:] if C else items)
+        assign, ret = body
+        if not (isinstance(assign, pyast.Assign) and pyast.unparse(assign.targets[0]) == "j"
+                and isinstance(assign.value, pyast.BinOp)
+                and pyast.unparse(assign.value.left) == "_bisect_left(items, (start,))"):
+            raise NotProvable(f"line {assign.lineno}: must be j = _bisect_left(items, (start,)) - <k>")
+        env: dict[str, Any] = {"b": b}
+        shifted = pyast.BinOp(pyast.Name("b"), assign.value.op, assign.value.right, lineno=assign.lineno)
+        j = _small(shifted, env, items)
+        env = {"j": j}
+        call = ret.value if isinstance(ret, pyast.Return) else None
+        if not (isinstance(call, pyast.Call) and pyast.unparse(call.func) == "_gaps"
+                and [pyast.unparse(a) for a in call.args[:2]] == ["start", "stop"] and len(call.args) == 3
+                and isinstance(call.args[2], pyast.IfExp) and pyast.unparse(call.args[2].orelse) == "items"
+                and isinstance(call.args[2].body, pyast.Subscript)
+                and pyast.unparse(call.args[2].body.value) == "items"
+                and isinstance(call.args[2].body.slice, pyast.Slice)
+                and call.args[2].body.slice.upper is None and call.args[2].body.slice.step is None
+                and call.args[2].body.slice.lower is not None):
+            raise NotProvable(f"line {ret.lineno}: must be return _gaps(start, stop, items[<e>:] if <c> else items)")
+        first = z3.If(_small(call.args[2].test, env, items), _small(call.args[2].body.slice.lower, env, items), 0)
+    except (NotProvable, ValueError) as exc:
+        return ("_gaps_from", Result("counterexample", detail=f"_gaps_from is not in the proved form: {exc}"))
+    contract = z3.And(b >= 0, b <= items.length,
+                      z3.ForAll([i], z3.Implies(z3.And(i >= 0, i < b), z3.Select(items.lo, i) < start)),
+                      z3.Implies(b < items.length, z3.Select(items.lo, b) >= start))
+    # the suffix items[first:] (a slice from past the end is empty; from before 0 it counts
+    # from the end, which a first below 0 would be: a failure, not an assumption)
+    suffix_mem = z3.Exists([i], z3.And(i >= first, i < items.length,
+                                       z3.Select(items.lo, i) <= x, x < z3.Select(items.hi, i)))
+    suffix_normal = z3.And(
+        first <= items.length,
+        z3.ForAll([i], z3.Implies(z3.And(i >= first, i < items.length),
+                                  z3.Select(items.lo, i) < z3.Select(items.hi, i))),
+        z3.ForAll([i, i2], z3.Implies(z3.And(i >= first, i < i2, i2 < items.length),
+                                      z3.Select(items.hi, i) < z3.Select(items.lo, i2))))
+    claim = z3.And(first >= 0, suffix_normal, z3.Implies(x >= start, suffix_mem == items.mem(x)))
+    return ("_gaps_from (read from the file) is _gaps on a suffix with the same members from start",
+            prove(claim, assumptions=z3.And(items.normal(), contract))[0])
+
+
 def _small(node: pyast.expr, env: dict[str, Any], items: Any) -> Any:
     """The tiny expression language of ``_meets``'s return."""
     if isinstance(node, pyast.BoolOp):
@@ -114,6 +195,9 @@ def _small(node: pyast.expr, env: dict[str, Any], items: Any) -> Any:
         return _cmp(node.ops[0], _small(node.left, env, items), _small(node.comparators[0], env, items))
     if isinstance(node, pyast.Name) and node.id in env:
         return env[node.id]
+    if isinstance(node, pyast.BinOp) and isinstance(node.op, (pyast.Add, pyast.Sub)):
+        a, c = _small(node.left, env, items), _small(node.right, env, items)
+        return a + c if isinstance(node.op, pyast.Add) else a - c
     if isinstance(node, pyast.Constant) and type(node.value) is int:
         return z3.IntVal(node.value)
     if (isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Subscript)
@@ -184,7 +268,7 @@ class Translator:
                 return z3.If(x >= y, x, y) if f == "max" else z3.If(x <= y, x, y)
             case pyast.Call(func=pyast.Name(id="_merged" | "_merged_runs"), args=[arg]):
                 return SetVal(self.members(self.value(arg), node), normal=True)
-            case pyast.Call(func=pyast.Name(id="_gaps"), args=[lo, hi, s]):
+            case pyast.Call(func=pyast.Name(id="_gaps" | "_gaps_from"), args=[lo, hi, s]):
                 a, b, sv = self.int(lo), self.int(hi), self.normal_set(s)
                 return SetVal(lambda x: z3.And(a <= x, x < b, z3.Not(sv(x))), normal=True)
             case pyast.Call(func=pyast.Name(id="_meets"), args=[lo, hi, s]):
@@ -210,6 +294,8 @@ class Translator:
                 return z3.And(terms) if isinstance(op, pyast.And) else z3.Or(terms)
             case pyast.UnaryOp(op=pyast.Not(), operand=o):
                 v = self.value(o)
+                if isinstance(v, RawList):  # `not L` for an input list: it has no pairs
+                    return v.zl.length == 0
                 if isinstance(v, SetVal):
                     if not v.normal:
                         raise NotProvable(f"line {node.lineno}: emptiness of a list that is not normal")
@@ -226,6 +312,10 @@ class Translator:
 
     def bool(self, node: pyast.expr) -> Any:
         v = self.value(node)
+        if isinstance(v, RawList):  # the truth of an input list: it has a pair
+            return v.zl.length > 0
+        if isinstance(v, tuple):
+            raise NotProvable(f"line {node.lineno}: the truth of a pair")
         if isinstance(v, SetVal):
             if not v.normal:
                 raise NotProvable(f"line {node.lineno}: truth of a list that is not normal")
@@ -353,7 +443,9 @@ def read_shape(fn: pyast.FunctionDef, tr: Translator) -> Shape:
         elif isinstance(s, pyast.AnnAssign) and pyast.unparse(s.target) in ("failed", "holes"):
             continue
         elif isinstance(s, pyast.Return):
-            want = 'Decision("refuse" if failed else "allow", tuple(failed), holes)'
+            # `_ALLOW` is Decision("allow", (), ()) (allow_part); holes is () when nothing
+            # failed, since only a clause that appended its id sets it (checked above)
+            want = '_new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW'
             if pyast.unparse(s) != pyast.unparse(pyast.parse(f"return {want}").body[0]):
                 raise NotProvable(f"line {s.lineno}: the decision must be {want}")
         else:
@@ -431,7 +523,7 @@ def decision_parts(spec: Spec, source: str) -> Parts:
     """Every profile function of the checker source, clause by clause, against the spec."""
     tree = pyast.parse(source)
     fns = {n.name: n for n in tree.body if isinstance(n, pyast.FunctionDef)}
-    parts: Parts = [wrappers_part(source), meets_part(source)]
+    parts: Parts = [wrappers_part(source), constants_part(source), meets_part(source), gaps_from_part(source)]
     for prof in spec.profiles:
         fn = fns.get(f"_check_{prof.id}")
         if fn is None:

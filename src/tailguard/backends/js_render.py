@@ -51,8 +51,13 @@ class _Compiler:
     endpoint forms inline); comparisons only, never subtraction, so the code is the same for
     numbers and BigInts."""
 
-    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset()) -> None:
+    def __init__(self, spec: Spec, env: dict[str, Type], available: frozenset[str] = frozenset(),
+                 scalars: dict[str, tuple[str, str]] | None = None) -> None:
         self.spec, self.env, self.available = spec, env, available
+        #: interval defines held as two scalars (``const v_T_lo = ..., v_T_hi = ...``): no array
+        self.scalars = scalars if scalars is not None else {}
+        #: (low, high) that the fast reader has checked every list against when ``known`` is true
+        self.known: tuple[str, str] | None = None
 
     def union_of(self, source: str) -> str | None:
         for d in self.spec.defines:
@@ -74,11 +79,13 @@ class _Compiler:
             case ast.SetOp(op="&", left=l, right=r):
                 (a, b), (c, d) = self.pair(l), self.pair(r)
                 return _max(a, c), _min(b, d)
+            case ast.Name(name=n) if n in self.scalars:
+                return self.scalars[n]
         code = self.expr(node)
         return f"{code}[0]", f"{code}[1]"
 
     def pair_code(self, node: ast.Node) -> str:
-        if isinstance(node, (ast.Name, ast.Field)):
+        if isinstance(node, (ast.Name, ast.Field)) and not (isinstance(node, ast.Name) and node.name in self.scalars):
             return self.expr(node)
         lo, hi = self.pair(node)
         return f"[{lo}, {hi}]"
@@ -87,8 +94,8 @@ class _Compiler:
         match node:
             case ast.SetOp(op="|", left=l, right=r):
                 return self.terms(l) + self.terms(r)
-            case ast.Call(func="union", args=(x,)):
-                return [self.expr(x)]
+            case ast.Call(func="union", args=(_,)):
+                return [self.as_set(node)]  # each term a normal list (sorted by start)
         if self.is_pair(node):
             return [f"[{self.pair_code(node)}]"]
         return [self.as_set(node)]
@@ -100,8 +107,7 @@ class _Compiler:
             case ast.Call(func="union", args=(x,)):
                 return f"_merged({self.expr(x)})"
             case ast.SetOp(op="|"):
-                first, *rest = self.terms(node)
-                return f"_merged_runs({first}.concat({', '.join(rest)}))"
+                return f"_merged_runs([{', '.join(self.terms(node))}])"
             case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
                 lo, hi = self.pair(l)
                 return f"_gaps({lo}, {hi}, {self.as_set(r)})"
@@ -114,8 +120,12 @@ class _Compiler:
         match node:
             case ast.Num(value=v):
                 return str(v)
+            case ast.Name(name=n) if n in self.scalars:
+                return "[{}, {}]".format(*self.scalars[n])
             case ast.Name(name=n):
                 return _var(n)
+            case ast.Field(base=b, attr=a) if b in self.scalars:
+                return self.scalars[b][0 if a == "lo" else 1]
             case ast.Field(base=b, attr=a):
                 return f"{_var(b)}[{0 if a == 'lo' else 1}]"
             case ast.BinArith(op=op, left=l, right=r):
@@ -133,7 +143,8 @@ class _Compiler:
             case ast.Call(func="empty", args=(x,)):
                 return f"({self.as_set(x)}.length === 0)"
             case ast.Call(func="known", args=(x,)):
-                return f"UNITS.includes({self.expr(x)})"
+                code = self.expr(x)  # the unit names, compared inline (a name or a field: no side effect)
+                return "(" + " || ".join(f"{code} === {json.dumps(u)}" for u in self.spec.units) + ")"
             case ast.IntervalLit():
                 return self.pair_code(node)
             case ast.Compare(ops=ops, operands=operands):
@@ -157,7 +168,9 @@ class _Compiler:
             case ast.Quant(kind="all", var=v, sources=srcs, body=b) if _bounds_of(b, v) is not None:
                 low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
                 parts = [f"({low} <= {_var(s)}[0] && {_var(s)}[0] <= {_var(s)}[1] && {_var(s)}[1] <= {high})"
-                         if self.env[s] == "interval" else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
+                         if self.env[s] == "interval"
+                         else f"(known || _bounded({_var(s)}, {low}, {high}))" if self.known == (low, high)
+                         else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
                 return "(" + " && ".join(parts) + ")"
             case ast.Quant(kind="all", var=v, sources=(src,),
                            body=ast.Call(func="empty", args=(ast.SetOp(op="&", left=ast.Name(name=rv), right=j),)),
@@ -167,7 +180,7 @@ class _Compiler:
             case ast.Quant(kind=k, var=v, sources=srcs, body=b):
                 inner = dict(self.env)
                 inner[v] = "interval"
-                body = _Compiler(self.spec, inner).expr(b)
+                body = _Compiler(self.spec, inner, self.available, self.scalars).expr(b)
                 method = "every" if k == "all" else "some"
                 return f"{self.source_array(srcs)}.{method}(({_var(v)}) => {body})"
             case ast.SetOp() | ast.Call(func="union"):
@@ -189,11 +202,145 @@ def _min(a: str, b: str) -> str:
     return f"({a} <= {b} ? {a} : {b})"
 
 
+_SORTING = """\
+// Sorting and joining (not interval algebra: each returns the pairs it was given, in another order
+// or as they are; the union is then _merge_run's, which T18 proves right whenever it succeeds and
+// successful on any list sorted by start).
+const KEY_LIMIT = 2 ** 53;  // a sort key start * span + index is exact below 2^53
+
+function _byStart(x, y) {
+  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+}
+
+// The pairs of items (of integers) sorted by start, as a new array: fewer than 32 by insertion;
+// else, when every start is non-negative, by numeric keys start * span + index (span: the power
+// of two above the last index; exact below 2^53) in a Uint32Array when they fit, else in a
+// Float64Array, so that no comparison function is called; else by comparisons.
+function _sortByStart(items) {
+  const len = items.length;
+  if (len < 32) {  // short: an insertion sort is faster than setting up a typed array
+    const out = items.slice();
+    for (let i = 1; i < len; i += 1) {
+      const item = out[i];
+      let j = i;
+      for (; j > 0 && out[j - 1][0] > item[0]; j -= 1) out[j] = out[j - 1];
+      out[j] = item;
+    }
+    return out;
+  }
+  let span = 1;
+  while (span < len) span *= 2;
+  let top = 0;
+  for (let i = 0; i < len; i += 1) {
+    const lo = items[i][0];
+    if (!(lo >= 0)) return items.slice().sort(_byStart);
+    if (lo > top) top = lo;
+  }
+  const limit = (top + 1) * span;
+  if (limit > KEY_LIMIT) return items.slice().sort(_byStart);
+  const keys = limit <= 2 ** 32 ? new Uint32Array(len) : new Float64Array(len);
+  for (let i = 0; i < len; i += 1) keys[i] = items[i][0] * span + i;
+  keys.sort();
+  const out = [];
+  for (let j = 0; j < len; j += 1) out.push(items[keys[j] % span]);
+  return out;
+}
+
+// Two lists sorted by start as one list sorted by start (linear; a list is returned as it is when
+// the other is empty).
+function _mergeByStart(a, b) {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  const out = new Array(a.length + b.length);  // every slot is filled below
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) {
+    if (b[j][0] < a[i][0]) {
+      out[k] = b[j];
+      j += 1;
+    } else {
+      out[k] = a[i];
+      i += 1;
+    }
+    k += 1;
+  }
+  for (; i < a.length; i += 1, k += 1) out[k] = a[i];
+  for (; j < b.length; j += 1, k += 1) out[k] = b[j];
+  return out;
+}
+
+// The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
+function _merged(items) {
+  if (items.length === 0) return items;
+  let out = _merge_run(items);
+  if (out === null) {
+    out = _merge_run(_sortByStart(items));
+    if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
+  }
+  return out;
+}
+
+// The union of several normal lists (each sorted by start) as a normal list: they are merged by
+// start, the two shortest first, and the result goes through one pass of _merge_run (sorted again
+// first if it did not come out sorted).
+function _merged_runs(runs) {
+  let m = 0;
+  for (let i = 0; i < runs.length; i += 1) {  // runs is the caller's own array: compacted in place
+    if (runs[i].length !== 0) {
+      runs[m] = runs[i];
+      m += 1;
+    }
+  }
+  while (m > 1) {
+    let a = 0;
+    let b = 1;
+    if (runs[1].length < runs[0].length) {
+      a = 1;
+      b = 0;
+    }
+    for (let i = 2; i < m; i += 1) {
+      if (runs[i].length < runs[a].length) {
+        b = a;
+        a = i;
+      } else if (runs[i].length < runs[b].length) {
+        b = i;
+      }
+    }
+    runs[a] = _mergeByStart(runs[a], runs[b]);
+    runs[b] = runs[m - 1];
+    m -= 1;
+  }
+  return m === 0 ? [] : _merged(runs[0]);
+}
+
+// Whether [start, stop) shares an offset with the normal list items: only the last pair that
+// starts before stop can; it is found by binary search (the bisect_left of the Python checker).
+function _meets(start, stop, items) {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid][0] < stop) lo = mid + 1; else hi = mid;
+  }
+  const j = lo - 1;
+  return start < stop && j >= 0 && items[j][1] > start;
+}
+
+// Every pair [lo, hi] of items has low <= lo <= hi <= high.
+function _bounded(items, low, high) {
+  for (const [lo, hi] of items) {
+    if (!(low <= lo && lo <= hi && hi <= high)) return false;
+  }
+  return true;
+}
+"""
+
 _PRIMITIVES = "\n".join([
     "// Interval algorithms (backends/scan_ir.py, proved in T18 on their Python rendering). A set is an",
     "// array of half-open [lo, hi] pairs, sorted, disjoint, non-adjacent, each non-empty.",
     *(scan_ir.render_js(f) for f in scan_ir.FUNCS),
-    scan_ir.MERGED_JS,
+    _SORTING,
 ])
 
 
@@ -328,7 +475,8 @@ export function readJSON(text, what = "json") {
 
 def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     c = _Compiler(spec, spec.env)
-    args = ", ".join(_var(i.symbol) for i in spec.inputs)
+    c.known = _gate_bounds(spec)
+    args = ", ".join(_var(i.symbol) for i in spec.inputs) + ", known"
     out.append(f"// Profile {prof.id!r}: {prof.doc}")
     out.append(f"function check_{prof.id}({args}) {{")
     gate = prof.clause(prof.wellformed) if prof.wellformed else None
@@ -341,10 +489,18 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append("  }")
     roots: list[ast.Node] = [cl.holds for cl in rest] + [cl.holes for cl in rest if cl.holes]
     computed = needed_defines(spec, roots)
+    scalars: dict[str, tuple[str, str]] = {}
     for name in computed:
         d = next(d for d in spec.defines if d.name == name)
-        out.append(f"  const {_var(name)} = {c.expr(d.node)};  // {name} = {d.source}")
-    c = _Compiler(spec, spec.env, frozenset(computed))
+        if isinstance(d.node, ast.IntervalLit):  # an interval define: two scalars, no array
+            lo, hi = c.pair(d.node)
+            scalars[name] = (f"{_var(name)}_lo", f"{_var(name)}_hi")
+            out.append(f"  const {_var(name)}_lo = {lo};  // {name} = {d.source}")
+            out.append(f"  const {_var(name)}_hi = {hi};")
+        else:
+            out.append(f"  const {_var(name)} = {c.expr(d.node)};  // {name} = {d.source}")
+        c = _Compiler(spec, spec.env, frozenset(), scalars)
+    c = _Compiler(spec, spec.env, frozenset(computed), scalars)
     out.append("  const failed = [];")
     out.append("  let holes = [];")
     for cl in rest:
@@ -367,6 +523,122 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
     out.append("  return decision(failed, holes);")
     out.append("}")
     out.append("")
+
+
+_FAST_READER = """\
+// The fast reader of check: one pass per list that reads and copies every pair of safe integers
+// low <= lo <= hi <= high (the bounds of the well-formedness gate); null when anything is unusual
+// (not an array, an item that is not such a pair, a pair out of bounds, more pairs than `room`
+// left under the limit), and the exact reader (readFields) then reads the fields again, names the
+// field and the reason, and the gate checks the bounds.
+const OBJECT_PROTOTYPE = Object.prototype;
+const ARRAY_VALUES = Array.prototype[Symbol.iterator];
+
+function fastPair(value) {
+  if (!Array.isArray(value) || value.length !== 2) return null;
+  const lo = value[0];
+  const hi = value[1];
+  return Number.isSafeInteger(lo) && Number.isSafeInteger(hi) ? [lo, hi] : null;
+}
+
+function fastPairs(value, low, high, room) {
+  if (!Array.isArray(value) || value[Symbol.iterator] !== ARRAY_VALUES) return null;
+  const len = value.length;
+  if (len > room) return null;
+  const out = new Array(len);  // every slot is filled below (or null is returned)
+  for (let i = 0; i < len; i += 1) {
+    const item = value[i];
+    if (!Array.isArray(item) || item.length !== 2) return null;
+    const lo = item[0];
+    const hi = item[1];
+    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || !(low <= lo && lo <= hi && hi <= high)) return null;
+    out[i] = [lo, hi];
+  }
+  return out;
+}
+"""
+
+
+def _walk(node: object) -> list[ast.Node]:
+    out: list[ast.Node] = []
+    if isinstance(node, ast.Node):
+        out.append(node)
+        for value in vars(node).values():
+            out += _walk(value)
+    elif isinstance(node, (tuple, list)):
+        for value in node:
+            out += _walk(value)
+    return out
+
+
+def _gate_bounds(spec: Spec) -> tuple[str, str] | None:
+    """``(low, high)`` as JavaScript when the well-formedness gate of every profile that has one
+    bounds every list input by ``all(r in ...: low <= r.lo <= r.hi <= high)`` with the same ``low``
+    and ``high``, expressions of integer inputs read before the lists: the fast reader then
+    checks each pair against them as it reads (a pair outside is left to the exact reader and the
+    gate), and the gate skips ``_bounded`` when the reader did."""
+    lists = {i.symbol for i in spec.inputs if i.type == "intervals"}
+    first_list = next(n for n, i in enumerate(spec.inputs) if i.type == "intervals")
+    ints = {i.symbol for i in spec.inputs[:first_list] if i.type == "int"}  # read before any list
+    found: set[tuple[str, str]] = set()
+    for prof in spec.profiles:
+        if not prof.wellformed:
+            continue
+        c = _Compiler(spec, spec.env)
+        covered: set[str] = set()
+        for node in _walk(prof.clause(prof.wellformed).holds):
+            bounds = _bounds_of(node.body, node.var) if isinstance(node, ast.Quant) and node.kind == "all" else None
+            if isinstance(node, ast.Quant) and bounds is not None:
+                low, high = bounds
+                if set(names(low)) | set(names(high)) <= ints:
+                    found.add((c.expr(low), c.expr(high)))
+                    covered |= set(node.sources) & lists
+        if covered != lists:
+            return None
+    return found.pop() if len(found) == 1 else None
+
+
+def _fast_check(spec: Spec) -> list[str]:
+    """The body of ``check`` after the profile: the fast reader inline, one local per field, in
+    the exact reader's order, leaving the block at the first unusual field (so that it reads no
+    field the exact reader would not have reached); then the exact reader. It reads an object
+    whose prototype is ``Object.prototype`` (none of the field names inherited from it) or null,
+    so a property read that is not undefined is the object's own, as the exact reader's
+    ``Object.hasOwn`` requires."""
+    fields = [i.field for i in spec.inputs]
+    low, high = _gate_bounds(spec) or ("-Infinity", "Infinity")
+    lines = [
+        "  fast: if (fields !== null && typeof fields === \"object\") {",
+        "    const proto = Object.getPrototypeOf(fields);",
+        "    if (!(proto === null || (proto === OBJECT_PROTOTYPE"
+        + "".join(f" && !({json.dumps(f)} in OBJECT_PROTOTYPE)" for f in fields) + "))) break fast;",
+        "    let room = MAX_INTERVALS;",
+    ]
+    for i in spec.inputs:
+        v = _var(i.symbol)
+        get = f"fields.{i.field}" if i.field.isascii() and i.field.isidentifier() else f"fields[{json.dumps(i.field)}]"
+        if i.type == "int":
+            lines.append(f"    const {v} = {get};")
+            lines.append(f"    if (!Number.isSafeInteger({v})) break fast;")
+        elif i.type == "unit":
+            lines.append(f"    const {v} = {get};")
+            lines.append(f"    if (typeof {v} !== \"string\") break fast;")
+        elif i.type == "interval":
+            lines.append(f"    const {v} = fastPair({get});")
+            lines.append(f"    if ({v} === null) break fast;")
+        elif i.type == "intervals":
+            lines.append(f"    const {v}_given = {get};")
+            lines.append(f"    const {v} = {v}_given === undefined && !({json.dumps(i.field)} in fields) ? [] "
+                         f": fastPairs({v}_given, {low}, {high}, room);")
+            lines.append(f"    if ({v} === null) break fast;")
+            lines.append(f"    room -= {v}.length;")
+        else:
+            raise NoRule(f"no fast reader for the input type {i.type!r}")
+    if lines[-1].startswith("    room -= "):
+        lines.pop()  # no list after the last: room is not needed again
+    lines.append(f"    return checker({', '.join(_var(i.symbol) for i in spec.inputs)}, true);")
+    lines.append("  }")
+    return lines
 
 
 def render_js(spec: Spec) -> str:
@@ -405,21 +677,21 @@ def render_js(spec: Spec) -> str:
     call = ", ".join(f"v[{json.dumps(i.field)}]" for i in spec.inputs)
     kinds = {i.field: i.type for i in spec.inputs}
     out += [
-        "const CHECKERS = { " + ", ".join(f"{p.id}: check_{p.id}" for p in spec.profiles) + " };",
-        "",
+        _FAST_READER,
         "/**",
         " * Decide one compaction. Every field is read first: an interval list may be any iterable of",
         " * [lo, hi] pairs (consumed once) and defaults to []; anything unusable throws CaseError naming",
         f" * the field (a non-integer, a non-pair, more than {MAX_INTERVALS:,} intervals); never a silent allow.",
         " */",
         "export function check(profile, fields = {}) {",
-        "  const known = typeof profile === \"string\" && Object.hasOwn(CHECKERS, profile);",
-        "  const checker = known ? CHECKERS[profile] : undefined;",
+        "  const checker = " + "".join(f"profile === {json.dumps(p.id)} ? check_{p.id} : "
+                                      for p in spec.profiles) + "undefined;",
         "  if (checker === undefined) {",
         "    throw new CaseError(\"profile\", `unknown profile ${show(profile)}; known: ${PROFILES.join(\", \")}`);",
         "  }",
+        *_fast_check(spec),
         "  const v = readFields(fields, true);",
-        f"  return checker({call});",
+        f"  return checker({call}, false);",
         "}",
         "",
         "function describe(value) {",

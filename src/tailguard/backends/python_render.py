@@ -107,8 +107,10 @@ class PythonCompiler:
         match node:
             case ast.SetOp(op="|", left=l, right=r):
                 return self.terms(l) + self.terms(r)
-            case ast.Call(func="union", args=(x,)):
-                return [self.expr(x)]
+            case ast.Call(func="union"):
+                # each list merged on its own first (one pass when it comes sorted, as a ledger
+                # writes it, and usually far fewer pairs): the joined merge then sorts little
+                return [self.as_set(node)]
         if self.is_pair(node):
             return [f"[{self.pair_code(node)}]"]
         return [self.as_set(node)]
@@ -124,7 +126,9 @@ class PythonCompiler:
                 return f"_merged_runs({' + '.join(self.terms(node))})"
             case ast.SetOp(op="\\", left=l, right=r) if self.is_pair(l):
                 lo, hi = self.pair(l)
-                return f"_gaps({lo}, {hi}, {self.as_set(r)})"
+                # from the bisect of the start, unless it is 0 (then the scan starts at the front)
+                scan = "_gaps" if lo == "0" else "_gaps_from"
+                return f"{scan}({lo}, {hi}, {self.as_set(r)})"
         if self.is_pair(node):
             lo, hi = self.pair(node)
             return f"_gaps({lo}, {hi}, [])"
@@ -179,7 +183,7 @@ class PythonCompiler:
                 # all(r in ...: A <= r.lo <= r.hi <= B): each interval by endpoints, each list by columns
                 low, high = (self.expr(e) for e in _bounds_of(b, v) or ())
                 parts = [f"({low} <= {_var(s)}[0] <= {_var(s)}[1] <= {high})" if self.env[s] == "interval"
-                         else f"_bounded({_var(s)}, {low}, {high})" for s in srcs]
+                         else f"(not {_var(s)} or _bounded({_var(s)}, {low}, {high}))" for s in srcs]
                 return "(" + " and ".join(parts) + ")"
             case ast.Quant(kind="all", var=v, sources=(src,),
                            body=ast.Call(func="empty", args=(ast.SetOp(op="&", left=ast.Name(name=rv), right=j),)),
@@ -283,7 +287,7 @@ def _render_profile(spec: Spec, prof: Profile, out: list[str]) -> None:
         out.append(f"        failed.append({cl.id!r})")
         if cl.holes is not None:
             out.append(f"        holes = tuple({c.as_set(cl.holes)})")
-    out.append('    return Decision("refuse" if failed else "allow", tuple(failed), holes)')
+    out.append('    return _new(Decision, ("refuse", tuple(failed), holes)) if failed else _ALLOW')
     out.append("")
     out.append("")
 
@@ -366,9 +370,6 @@ def render_python(spec: Spec) -> str:
         "import reprlib as _reprlib",
         "from bisect import bisect_left as _bisect_left",
         "from collections.abc import Callable, Iterable, Mapping",
-        "from itertools import starmap as _starmap",
-        "from operator import itemgetter as _itemgetter",
-        "from operator import le as _le",
         "from typing import Any, NamedTuple",
         "",
         "__all__ = [",
@@ -409,6 +410,10 @@ def render_python(spec: Spec) -> str:
         '                "holes": [list(h) for h in self.holes]}',
         "",
         "",
+        "_ALLOW = Decision(\"allow\", (), ())  # every allow (a tuple: immutable, so one is shared)",
+        "_new = tuple.__new__  # _new(Decision, (decision, failed, holes)): Decision(...) without its Python call",
+        "",
+        "",
         "class CaseError(ValueError):",
         '    """Unusable input: ``field`` names where, ``reason`` says why."""',
         "",
@@ -433,9 +438,17 @@ def render_python(spec: Spec) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _reading_lines(spec: Spec) -> list[str]:
+#: a scalar field read inline when it is plainly of its type (``check``: no call), else by
+#: its reader, which takes every other value (``{v}``: the argument, ``{r}``: the reader call)
+_INLINE = {
+    "int": "{v} if type({v}) is int and _INT_MIN < {v} < _INT_BOUND else {r}",
+    "unit": "{v} if type({v}) is str else {r}",
+}
+
+
+def _reading_lines(spec: Spec, inline: bool = False) -> list[str]:
     """The body of ``_read``: every field read and typed, in ``FIELDS`` order (``check`` has the
-    same lines inline)."""
+    same lines inline, and with ``inline`` the common case of a scalar without a call)."""
     lines: list[str] = []
     used: list[str] = []
     for i in spec.inputs:
@@ -447,11 +460,63 @@ def _reading_lines(spec: Spec) -> list[str]:
             used.append(i.field)
         else:
             reader = {"int": "_int", "interval": "_pair", "unit": "_unit"}[i.type]
-            lines.append(f"    v_{i.field} = {reader}({i.field}, {i.field!r})")
+            call = f"{reader}({i.field}, {i.field!r})"
+            if inline and i.type in _INLINE:
+                call = _INLINE[i.type].format(v=i.field, r=call)
+            lines.append(f"    v_{i.field} = {call}")
     return lines
 
 
+def _gate_bounds_every_list(spec: Spec, prof: Profile) -> bool:
+    """Whether the profile's gate holds only when every pair of every list lies in ``[A, B]``
+    for integers ``A``, ``B`` that are read within the digit limit (a number of the spec or an
+    ``int`` input), each list tested by ``_bounded`` (which also types its items): then a case
+    the gate lets through has lists of pairs of ``int`` within the limit, and ``check`` may skip
+    reading them (see :func:`_fast_lines`)."""
+    if not prof.wellformed:
+        return False
+    holds = prof.clause(prof.wellformed).holds
+    operands = holds.operands if isinstance(holds, ast.BoolOp) and holds.op == "and" else (holds,)
+    ints = {i.symbol for i in spec.inputs if i.type == "int"}
+    lists = {i.symbol for i in spec.inputs if i.type == "intervals"}
+
+    def read_in_limit(e: ast.Node) -> bool:
+        return isinstance(e, ast.Num) or (isinstance(e, ast.Name) and e.name in ints)
+
+    for o in operands:
+        if isinstance(o, ast.Quant) and o.kind == "all":
+            bounds = _bounds_of(o.body, o.var)
+            if bounds is not None and all(map(read_in_limit, bounds)) and lists <= set(o.sources):
+                return True
+    return False
+
+
+def _fast_lines(spec: Spec) -> list[str]:
+    """``check``'s fast path for the profiles whose gate bounds every list (``_GATES``): lists
+    and tuples go to the decision unread, since its gate's ``_bounded`` refuses unless every item
+    is a tuple of two ``int`` within bounds read under the digit limit; when the gate refuses,
+    the full reading below runs (it raises ``CaseError`` on a bad item or an integer past the
+    limit, else the decision is made again on what it read; a list or tuple reads the same
+    twice)."""
+    lists = [i.field for i in spec.inputs if i.type == "intervals"]
+    kinds = " and ".join(f"(type({f}) is list or type({f}) is tuple)" for f in lists)
+    total = " + ".join(f"len({f})" for f in lists)
+    return [
+        "    gate = _GATES.get(profile)  # the gate types and bounds every list: see _bounded",
+        f"    if gate is not None and {kinds} and {total} <= MAX_INTERVALS:",
+        "        decision = decide(" + ", ".join(
+            i.field if i.type == "intervals" else f"v_{i.field}" for i in spec.inputs) + ")  # type: ignore[arg-type]",
+        "        if decision.failed != (gate,):  # the gate held: every list is pairs of int in range",
+        "            return decision",
+    ]
+
+
+def _is_scalar_line(spec: Spec, line: str) -> bool:
+    return not any(line.startswith(f"    v_{i.field} = ") for i in spec.inputs if i.type == "intervals")
+
+
 def _render_api(spec: Spec) -> list[str]:
+    gates = {p.id: p.wellformed for p in spec.profiles if _gate_bounds_every_list(spec, p)}
     sig = ", ".join(
         f"{i.field}: {_ARGTYPE[i.type]}" + (" = ()" if i.type == "intervals" else "") for i in spec.inputs
     )
@@ -481,7 +546,9 @@ def _render_api(spec: Spec) -> list[str]:
         "    decide = _CHECKERS.get(profile) if type(profile) is str else None  # the common case",
         "    if decide is None:",
         "        decide = _CHECKERS[_profile(profile)]",
-        *_reading_lines(spec),  # _read's lines, inline: one call fewer on every decision
+        *[line for line in _reading_lines(spec, inline=True) if _is_scalar_line(spec, line)],
+        *_fast_lines(spec),
+        *[line for line in _reading_lines(spec) if not _is_scalar_line(spec, line)],
         "    return decide(" + ", ".join(f"v_{i.field}" for i in spec.inputs) + ")",
         "",
         "",
@@ -541,10 +608,12 @@ def _render_api(spec: Spec) -> list[str]:
         "    return list(items) if kinds == _TUPLE_TYPE else list(map(tuple, items))",
         "",
         "",
+        "_GATES = {" + ", ".join(f"{p!r}: {g!r}" for p, g in gates.items()) + "}"
+        "  # profile: its gate, when the gate bounds every pair of every list",
         "_PAIR_TYPES = {tuple, list}",
-        "_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair",
         "_INT_TYPE = {int}",
         "_TUPLE_TYPE = {tuple}",
+        "_COLUMNS = 32  # from this many pairs on, checking by columns is faster than pair by pair",
         "",
         "",
         "def _pairs(value: object, field: str, room: int) -> list[tuple[int, int]]:",
@@ -652,6 +721,5 @@ _PYTYPE = {
 
 def _primitives_source() -> str:
     """The helper code clause predicates run with, imports included (the vector search)."""
-    return ("from bisect import bisect_left as _bisect_left\nfrom itertools import starmap as _starmap\n"
-            "from operator import itemgetter as _itemgetter\nfrom operator import le as _le\n\n\n"
+    return ("from bisect import bisect_left as _bisect_left\n\n\n"
             + _algorithms_source())

@@ -223,6 +223,8 @@ MERGED_PY = '''\
 def _merged(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The union of any pairs as a normal list: one pass when they come sorted (as a ledger or
     an adapter writes them), else a sort and the same pass."""
+    if not items:  # no pairs: nothing to merge (a case without prior compactions)
+        return []
     out = _merge_run(items)
     if out is None:
         out = _merge_run(sorted(items))
@@ -238,6 +240,13 @@ def _merged_runs(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _gaps_from(start: int, stop: int, items: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``_gaps(start, stop, items)`` for a normal list ``items``, the scan begun by one bisect
+    at the last pair that starts before ``start`` (every pair before that one ends before it)."""
+    j = _bisect_left(items, (start,)) - 1
+    return _gaps(start, stop, items[j:] if j > 0 else items)
+
+
 def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     """Whether ``[start, stop)`` shares an offset with the normal list ``items``: only the last
     pair that starts before ``stop`` can, and it is found by one bisect."""
@@ -245,20 +254,17 @@ def _meets(start: int, stop: int, items: list[tuple[int, int]]) -> bool:
     return start < stop and j >= 0 and items[j][1] > start
 
 
-_first = _itemgetter(0)
-_second = _itemgetter(1)
-
-
 def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
-    """Every pair ``(lo, hi)`` of ``items`` has ``low <= lo <= hi <= high`` (long lists by
-    builtins: ``lo <= hi`` pair by pair, the least start and the greatest end)."""
-    if len(items) < 32:  # short (or empty): pair by pair is faster than by columns
-        for lo, hi in items:
-            if not low <= lo <= hi <= high:
-                return False
-        return True
-    return (all(_starmap(_le, items)) and low <= min(map(_first, items))
-            and max(map(_second, items)) <= high)
+    """Every item of ``items`` is a pair ``(lo, hi)`` with ``low <= lo <= hi <= high``: a tuple
+    of two ``int`` (so ``check`` may hand it a list it has not read: see ``_GATES``). One loop
+    with an early exit (on CPython 3.11 faster than passes of builtins at every length)."""
+    for item in items:
+        if type(item) is tuple and len(item) == 2:
+            lo, hi = item
+            if type(lo) is int and type(hi) is int and low <= lo <= hi <= high:
+                continue
+        return False
+    return True
 '''
 
 MERGED_JS = '''\

@@ -99,3 +99,26 @@ def test_the_seed_profile_needs_the_seed_state() -> None:
     with pytest.raises(ValueError) as info:
         core.decide("loose", 8, (0, 10), (0, 8))
     assert str(info.value) == "unknown profile 'loose'; known: seed, strict, partitioned"
+
+
+def test_uncovered_outside_gives_no_empty_range() -> None:
+    core = _core()
+    core.append(10)
+    assert core.uncovered_outside(6, 0, 4) == [(4, 6)]
+    assert core.uncovered_outside(10, 2, 4) == [(0, 2), (4, 10)]
+    assert core.uncovered_outside(4, 0, 4) == []
+    assert core.uncovered_outside(3, 5, 10) == [(0, 3)]
+
+
+def test_well_formed_checks_the_prior_coverage_of_several_summaries_too() -> None:
+    core = _core()
+    core.append(5)
+    core.compact((0, 10), (0, 10), 2, summary="wide")  # records accept any integers
+    core.compact((0, 5), (0, 1), 3, summary="b", keeps=["wide"])  # two summaries: no cached union
+    assert core.decide("strict", 5, (0, 5), (0, 5)) == Decision("refuse", ("well_formed",), ())
+
+
+def test_equivalent_case_without_history_says_how_to_get_it() -> None:
+    with pytest.raises(RuntimeError) as info:
+        _core().equivalent_case(0, (0, 0), (0, 0))
+    assert str(info.value) == "equivalent_case needs a ledger created with keep_history=True"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Mutation testing as a gate (docs/verification.md, "Mutation testing").
 #
-#   tools/mutation.sh          the full run: every module of [tool.mutmut] in pyproject.toml
+#   tools/mutation.sh          the full run: every subset tests/mutation/*.toml in turn (audit,
+#                              checker, ci, harness, ledger, render), each with its own lean
+#                              test selection and gate; exit 1 when any subset fails
 #   tools/mutation.sh --ci     the CI-sized subset of tests/mutation/ci.toml (.ci/test runs it)
 #   tools/mutation.sh --subset FILE   only_mutate and the test selection from FILE (like ci.toml)
 #   tools/mutation.sh --keep   any of these, keeping the scratch copy (its path is printed)
@@ -23,6 +25,17 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
+if [[ $mode == full ]]; then
+  failed=()
+  for f in tests/mutation/*.toml; do
+    [[ $(basename "$f") == equivalent* ]] && continue
+    echo "=== mutation subset $f ($(date -u +%H:%M:%S))"
+    args=(--subset "$f"); [[ $keep == 1 ]] && args+=(--keep)
+    bash "$0" "${args[@]}" || failed+=("$f")
+  done
+  if [[ ${#failed[@]} -gt 0 ]]; then echo "mutation.sh: the gate failed for: ${failed[*]}" >&2; exit 1; fi
+  echo "mutation.sh: every subset passed its gate"; exit 0
+fi
 command -v mutmut >/dev/null || { echo "mutation.sh: mutmut is not installed (pip install -e '.[dev]')" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/tailguard-mutation.XXXXXX")
 cleanup() { if [[ $keep == 0 ]]; then rm -rf "$work"; else echo "scratch copy kept: $work"; fi; }

@@ -116,7 +116,8 @@ def still_open_sentence(pieces: list[tuple[int, int, int]]) -> str:
     if rest:
         count = sum(len(groups[s]) for s in rest)
         where = f"line {rest[0]}" if len(rest) == 1 else f"lines {rest[0]} to {rest[-1]}"
-        parts.append(f"{count:,} more still open since {len(rest):,} later compactions ({where})")
+        noun = "compaction" if len(rest) == 1 else "compactions"
+        parts.append(f"{count:,} more still open since {len(rest):,} later {noun} ({where})")
     return "; ".join(parts) + " (explained where first reported)"
 
 

@@ -200,7 +200,9 @@ def load_spec(path: str | Path) -> Spec:
                 if not isinstance(holes_src, str):
                     raise ctx.fail(where, cid, "'holes' must be a string")
                 holes, _ = ctx.expr(holes_src, env, f"{where}.holes", {"set", "interval"})
-            message = ctx.string(raw_c, "message", where)
+            # `{ t }` means `{t}`: written back stripped, so every renderer sees one spelling
+            message = _PLACEHOLDER.sub(lambda m: "{" + m.group(1).strip() + "}",
+                                       ctx.string(raw_c, "message", where))
             placeholders: list[Placeholder] = []
             for m in _PLACEHOLDER.finditer(message):
                 src = m.group(1).strip()

@@ -96,3 +96,30 @@ def test_iteration_refuses_starts_and_ends_out_of_step(where: str) -> None:
         u._his.append([40])
     with pytest.raises(ValueError, match="zip"):
         list(u)
+
+
+def test_plain_runs_keep_no_tags_unless_asked() -> None:
+    from tailguard.interval_index import Runs
+    plain, tagged = Runs(), Runs(tags=True)
+    for r in (plain, tagged):
+        r._insert((0, 0), 1, 2, "t")
+        r.check()
+    assert plain._tags is None and tagged._tags == [["t"]] and tagged._tag(0, 0) == "t"
+
+
+def test_add_gaps_merges_a_range_that_ends_where_a_held_one_starts() -> None:
+    u = _union((5, 9))
+    assert u.add_gaps(0, 5) == [(0, 5)]
+    assert list(u) == [(0, 9)] and len(u) == 1
+    assert u.add_gaps(9, 12) == [(9, 12)] and list(u) == [(0, 12)]
+
+
+def test_a_range_past_int64_appended_after_small_ones_widens_the_tops() -> None:
+    """The append fast path of ``_insert`` (``_set_tops``) must widen too, not only a new block."""
+    big = 1 << 63
+    u = _union((0, 1))
+    u.add(big, big + 2)  # appended to the last block in place
+    u.add(-big - 5, -big - 1)  # below int64, at the front
+    u.check()
+    assert list(u) == [(-big - 5, -big - 1), (0, 1), (big, big + 2)] and u.max_hi == big + 2
+    assert u.intersects(big + 1, big + 3) and u.gaps(-1, big + 3) == [(-1, 0), (1, big), (big + 2, big + 3)]

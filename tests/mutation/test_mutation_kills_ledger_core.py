@@ -1,0 +1,124 @@
+"""Tests written to kill surviving mutants of ``tailguard.ledger_core`` (tools/mutation.sh
+--subset tests/mutation/ledger.toml): the well_formed diagnostics of recorded ranges, the
+messages for ids that left the context, the seed's witness, the exact truncation lines a hole
+is owed to, and the state rebuilt after an eviction."""
+
+from __future__ import annotations
+
+import pytest
+
+from tailguard._generated.checker import Decision
+from tailguard.ledger_core import LedgerCore, TruncationOrigins
+
+
+def _core(**kw: bool) -> LedgerCore:
+    return LedgerCore(2, "turns", "turns", **kw)
+
+
+def test_bounds_problems_name_each_recorded_range_outside_the_history() -> None:
+    core = _core()
+    assert core.bounds_problems() == []  # nothing recorded: lowest 0, highest 0, n 0
+    core.append(10)
+    core.truncate(0, 10, "whole")
+    assert core.bounds_problems() == []  # [0, n] exactly is inside
+    core.truncate(5, 3, "rev")
+    core.truncate(6, 2, "rev again")  # only the first reversed range is named
+    core.spill(-2, 1, "neg")
+    core.truncate(4, 12, "far")
+    assert core.bounds_problems() == [
+        ("has lo > hi", "rev"),
+        ("starts at -2 < 0", "neg"),
+        ("ends at 12, past the history end 10", "far"),
+    ]
+    assert core.decide("strict", 10, (0, 10), (0, 10)) == Decision("refuse", ("well_formed",), ())
+
+
+def test_an_id_that_left_the_context_is_named_with_the_line_that_created_it() -> None:
+    core = _core()
+    core.append(10)
+    core.compact((0, 10), (0, 6), 3)
+    core.compact((0, 10), (0, 6), None, summary="untagged")
+    core.evict("untagged")
+    assert core.evict_problem("0") == (
+        "summary", "no summary '0' is in the context here (it was created at line 3 and has left the context)")
+    assert core.evict_problem("untagged") == (
+        "summary", "no summary 'untagged' is in the context here (it has left the context)")
+    assert core.evict_problem("never") == ("summary", "no summary 'never' is in the context here")
+    assert core.lineage_problem(None, ["never"], (), new=False) == (
+        "saw[0]", "no summary 'never' is in the context here")
+
+
+def test_the_seed_witness_is_the_raw_truncation_with_the_highest_end_below_t() -> None:
+    core = _core()
+    core.append(20)
+    core.truncate(2, 9, "a")
+    core.truncate(3, 5, "b")  # dominated by (2, 9)
+    core.truncate(12, 14, "c")
+    assert core.seed_witness(10) == (2, 9, "a")
+    assert core.seed_witness(13) == (12, 14, "c")
+    assert core.seed_witness(2) is None
+    assert _core(seed=False).seed_witness(10) is None
+
+
+def test_exact_lines_within_names_each_truncation_a_range_lost_and_nothing_past_it() -> None:
+    o = TruncationOrigins()
+    assert o.exact_lines_within(0, 10) == []
+    o.add_fresh(0, 4, "a", exact=True)
+    o.add_fresh(4, 6, "b", exact=True)
+    o.add_fresh(8, 9, "c", exact=True)
+    o.add_fresh(6, 8, "recovered")  # not exact: never a hole's
+    assert o.exact_lines_within(0, 4) == ["a"]
+    assert o.exact_lines_within(3, 5) == ["a", "b"]
+    assert o.exact_lines_within(4, 8) == ["b"]
+    assert o.exact_lines_within(0, 100) == ["a", "b", "c"]
+    assert o.within(3, 9) == [("recovered", "recovered"), ("a", "a"), ("b", "b"), ("c", "c")]
+    assert o.within(3, 6) == [("a", "a"), ("b", "b")]  # the merged row starting at 6 is not in it
+    assert o.within(7, 8) == [("recovered", "recovered")]
+
+
+def test_an_eviction_rebuilds_what_is_recovered_and_lost_from_the_spills() -> None:
+    for origins in (False, True):
+        core = _core(track_origins=origins)
+        core.append(10)
+        core.compact((0, 10), (0, 6), 2)
+        core.truncate(0, 4, 3)
+        core.spill(0, 2, 4)
+        assert list(core.lost) == []
+        core.evict("0", 5)
+        assert list(core.recovered) == [(0, 2)] and list(core.lost) == [(2, 4)]
+        d = core.decide("strict", 8, (6, 10), (6, 8))
+        assert d == Decision("refuse", ("no_hole",), ((2, 6),))
+
+
+def test_the_seed_profile_needs_the_seed_state() -> None:
+    core = _core(seed=False)
+    core.append(10)
+    with pytest.raises(ValueError) as info:
+        core.decide("seed", 8, (0, 10), (0, 8))
+    assert str(info.value) == "this ledger core was built without the seed profile's state"
+    with pytest.raises(ValueError) as info:
+        core.decide("loose", 8, (0, 10), (0, 8))
+    assert str(info.value) == "unknown profile 'loose'; known: seed, strict, partitioned"
+
+
+def test_uncovered_outside_gives_no_empty_range() -> None:
+    core = _core()
+    core.append(10)
+    assert core.uncovered_outside(6, 0, 4) == [(4, 6)]
+    assert core.uncovered_outside(10, 2, 4) == [(0, 2), (4, 10)]
+    assert core.uncovered_outside(4, 0, 4) == []
+    assert core.uncovered_outside(3, 5, 10) == [(0, 3)]
+
+
+def test_well_formed_checks_the_prior_coverage_of_several_summaries_too() -> None:
+    core = _core()
+    core.append(5)
+    core.compact((0, 10), (0, 10), 2, summary="wide")  # records accept any integers
+    core.compact((0, 5), (0, 1), 3, summary="b", keeps=["wide"])  # two summaries: no cached union
+    assert core.decide("strict", 5, (0, 5), (0, 5)) == Decision("refuse", ("well_formed",), ())
+
+
+def test_equivalent_case_without_history_says_how_to_get_it() -> None:
+    with pytest.raises(RuntimeError) as info:
+        _core().equivalent_case(0, (0, 0), (0, 0))
+    assert str(info.value) == "equivalent_case needs a ledger created with keep_history=True"

@@ -253,6 +253,16 @@ EXPLAINED: list[tuple[dict[str, Any], str, tuple[Any, ...], list[str]]] = [
         "tail_intact: prior truncation [8, 12) intersects retained tail [10, 20); the tail is not verbatim",
         "summary_honest: summary coverage [2, 18) claims offsets [2, 12), [13, 14), [15, 18) it never saw",
         "no_hole: offsets [1, 12), [13, 14) were evicted and are in no summary, spill or tail"]),
+    ({**_MANY, "prior_truncations": [[8, 12], [1, 2], [13, 14]]}, "strict", (
+        "refuse", ("units_agree", "floor_in_input", "floor_in_tail", "tail_intact", "summary_honest", "no_hole"),
+        ((1, 12), (13, 14))), [
+        "units_agree: recovery floor unit 'turns' cannot be honored by truncator unit 'tokens'; the floor is "
+        "unenforceable",
+        "floor_in_input: recovery floor [5, 20) is not inside summarizer input [12, 15)",
+        "floor_in_tail: recovery floor [5, 20) is not inside retained tail [10, 20)",
+        "tail_intact: prior truncation [8, 12) intersects retained tail [10, 20); the tail is not verbatim",
+        "summary_honest: summary coverage [2, 18) claims offsets [2, 12), [13, 14), [15, 18) it never saw",
+        "no_hole: offsets [1, 12), [13, 14) were evicted and are in no summary, spill or tail"]),
     # the seed's witness is the first truncation that meets [t - F, t): not one ending at t - F or starting at t
     ({**BASE, "prior_truncations": [[30, 36], [48, 50], [40, 44]]}, "seed", ("refuse", ("truncation_clear",), ()),
      ["truncation_clear: prior truncation [40, 44) intersects recovery floor [36, 48); evidence already evicted"]),
@@ -284,3 +294,153 @@ def test_explain_takes_the_decision_it_is_given() -> None:
         "summary_honest: summary coverage [8, 48) claims offsets nothing it never saw",
         "no_hole: offsets nothing were evicted and are in no summary, spill or tail"]
     assert explain("strict", Decision("allow", (), ((0, 8),)), **case) == []
+
+
+# --- the long-list reader (32 pairs or more are read column by column) ---------------------------
+
+LONG: list[tuple[str, Any, str, str]] = [
+    ("spills", [(1, 2)] * 40 + [(1, 2, 3)], "spills[40]", "expected a pair [lo, hi], got (1, 2, 3)"),
+    ("spills", [(1, 2, 3)] * 40, "spills[0]", "expected a pair [lo, hi], got (1, 2, 3)"),
+    ("prior_coverage", [[1, 2]] * 40 + [{1: 0, 2: 0}], "prior_coverage[40]",
+     "expected a pair [lo, hi], got {1: 0, 2: 0}"),
+    ("prior_truncations", [(1, 2)] * 40 + [(-HUGE, 1)], "prior_truncations[40][0]",
+     "an integer of more than 1,000 digits (the limit)"),
+    ("prior_truncations", [(1, 2)] * 40 + [(1, HUGE)], "prior_truncations[40][1]",
+     "an integer of more than 1,000 digits (the limit)"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "field", "reason"), LONG, ids=[f"{b[0]}-{i}" for i, b in enumerate(LONG)])
+def test_a_long_list_names_its_bad_pair(key: str, value: Any, field: str, reason: str) -> None:
+    expected = (field, reason, f"{field}: {reason}")
+    assert _error(read_case, {**BASE, key: value}) == expected
+    good = read_case(BASE)
+    for profile in PROFILES:
+        assert _error(check, profile, **{**good, key: value}) == expected
+    assert _error(explain, "strict", check_case(BASE), **{**good, key: value}) == expected
+
+
+def test_a_long_list_of_lists_is_read_as_tuples() -> None:
+    for pairs in ([[1, 2]] * 40, [(1, 2)] * 40, [(1, 2), [1, 2]] * 20):
+        got = read_case({**BASE, "spills": pairs})["spills"]
+        assert got == [(1, 2)] * 40 and all(type(p) is tuple for p in got)
+    assert read_case({**BASE, "spills": [(-(10 ** 999), 10 ** 999)] * 40})["spills"] == [
+        (-(10 ** 999), 10 ** 999)] * 40  # 1,000 digits: the largest allowed
+
+
+# --- explain reads its arguments like check ------------------------------------------------------
+
+FALSY: list[tuple[str, Any, str, str]] = [
+    ("recovery_floor_span", 1.5, "recovery_floor_span", "expected an integer, got float 1.5"),
+    ("prior_truncations", None, "prior_truncations", "expected a list of [lo, hi] pairs, got NoneType"),
+    ("prior_coverage", 0, "prior_coverage", "expected a list of [lo, hi] pairs, got int"),
+    ("spills", "", "spills", "expected a list of [lo, hi] pairs, got str"),
+    ("spills", {}, "spills", "expected a list of [lo, hi] pairs, got dict"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "field", "reason"), FALSY, ids=[f"{b[0]}-{i}" for i, b in enumerate(FALSY)])
+def test_a_falsy_value_that_is_not_a_list_is_unusable(key: str, value: Any, field: str, reason: str) -> None:
+    """An empty list or tuple is no intervals; None, 0, "" or {} is an input error, everywhere."""
+    expected = (field, reason, f"{field}: {reason}")
+    assert _error(check_case, {**BASE, key: value}) == expected
+    good = read_case(BASE)
+    for profile in PROFILES:
+        assert _error(check, profile, **{**good, key: value}) == expected
+        assert _error(explain, profile, check_case(BASE), **{**good, key: value}) == expected
+    for empty in ([], ()):
+        assert explain("strict", check_case(BASE), **{**good, "prior_coverage": empty, "spills": empty}) == [
+            "no_hole: offsets [0, 8) were evicted and are in no summary, spill or tail"]
+
+
+def test_explain_counts_the_interval_limit_like_check() -> None:
+    half = [(0, 1)] * 50_000
+    good = read_case(BASE)
+    decision = check_case(BASE)
+    for field, lists in (("prior_coverage", (half, [*half, (0, 1)], [])),
+                         ("spills", (half, half[:49_999], [(0, 1), (1, 2)])),
+                         ("spills", ([], [(0, 1)] * 99_999, [(0, 1), (1, 2)]))):
+        kwargs = {**good, **dict(zip(("prior_truncations", "prior_coverage", "spills"), lists))}  # noqa: B905
+        assert _error(explain, "strict", decision, **kwargs)[:2] == (field, LIMIT)
+    exact = {**good, "prior_truncations": half, "prior_coverage": half[:49_999], "spills": [(0, 1)]}
+    assert explain("seed", check("seed", **exact), **exact) == []
+
+
+# --- the well_formed sentence names exactly the conditions that fail ------------------------------
+
+_UNKNOWN = {"history_end": 10, "tail_start": 5, "recovery_floor_span": 2, "floor_unit": "x",
+            "truncator_unit": "turns"}
+_BOUNDS = "all(r in I, C, TR, PC, SP: 0 <= r.lo <= r.hi <= n)"
+WELL_FORMED: list[tuple[dict[str, Any], bool]] = [
+    # every interval at the edges of [0, n]: only the unit is wrong
+    ({"summary_input": [0, 10], "summary_covers": [0, 0], "prior_truncations": [[0, 10]],
+      "prior_coverage": [[0, 1]], "spills": [[0, 10]]}, False),
+    ({"summary_input": [10, 10], "summary_covers": [0, 10], "prior_truncations": [],
+      "prior_coverage": [], "spills": []}, False),
+    ({"summary_input": [3, 3], "summary_covers": [10, 10], "prior_truncations": [[10, 10]],
+      "prior_coverage": [[0, 0]], "spills": [[5, 5]]}, False),
+    # one interval out of [0, n] (or inverted)
+    ({"summary_input": [5, 3], "summary_covers": [0, 10], "prior_truncations": [],
+      "prior_coverage": [], "spills": []}, True),
+    ({"summary_input": [0, 10], "summary_covers": [0, 11], "prior_truncations": [],
+      "prior_coverage": [], "spills": []}, True),
+    ({"summary_input": [0, 10], "summary_covers": [0, 10], "prior_truncations": [[0, 11]],
+      "prior_coverage": [], "spills": []}, True),
+    ({"summary_input": [0, 10], "summary_covers": [0, 10], "prior_truncations": [],
+      "prior_coverage": [[0, 11]], "spills": []}, True),
+    ({"summary_input": [0, 10], "summary_covers": [0, 10], "prior_truncations": [],
+      "prior_coverage": [], "spills": [[-1, 3]]}, True),
+]
+
+
+@pytest.mark.parametrize(("intervals", "out_of_bounds"), WELL_FORMED)
+@pytest.mark.parametrize("profile", ["strict", "partitioned"])
+def test_the_well_formed_sentence_lists_exactly_the_false_conditions(
+        profile: str, intervals: dict[str, Any], out_of_bounds: bool) -> None:
+    case = {**_UNKNOWN, **intervals}
+    d = check_case(case, profile)
+    assert tuple(d) == ("refuse", ("well_formed",), ())
+    false = [_BOUNDS] * out_of_bounds + ["known(floor_unit)"]
+    assert explain(profile, d, **read_case(case)) == [
+        f"well_formed: the case is inconsistent ({'; '.join(c + ' is false' for c in false)}); "
+        "the guard fails closed"]
+
+
+# --- the tail_intact witness: the first truncation that shares an offset with the tail -----------
+
+WITNESS: list[tuple[list[list[int]], str]] = [
+    ([[0, 8], [50, 55]], "[50, 55)"),    # one before the tail is no witness
+    ([[40, 48], [50, 55]], "[50, 55)"),  # nor one that ends where the tail starts
+    ([[50, 50], [52, 55]], "[52, 55)"),  # nor an empty one inside it
+    ([[55, 60], [50, 52]], "[55, 60)"),  # one that ends at n is
+]
+
+
+@pytest.mark.parametrize(("truncations", "witness"), WITNESS)
+@pytest.mark.parametrize("profile", ["strict", "partitioned"])
+def test_the_tail_intact_witness(profile: str, truncations: list[list[int]], witness: str) -> None:
+    case = {**BASE, "prior_truncations": truncations, "summary_input": [0, 60], "summary_covers": [0, 48]}
+    d = check_case(case, profile)
+    assert "tail_intact" in d.failed
+    sentence = f"tail_intact: prior truncation {witness} intersects retained tail [48, 60); the tail is not verbatim"
+    assert sentence in explain(profile, d, **read_case(case))
+
+
+@pytest.mark.parametrize("profile", ["strict", "partitioned"])
+def test_the_tail_intact_witness_for_any_values_explain_is_given(profile: str) -> None:
+    """explain trusts the decision and the values (see test_explain_takes_the_decision_it_is_given):
+    the witness is the first r in TR with r & T nonempty even when the case is inconsistent, and
+    "an interval" when there is none."""
+    from tailguard._generated.checker import Decision
+
+    told = Decision("refuse", ("tail_intact",), ())
+
+    def witness(t: int, n: int, truncations: list[tuple[int, int]]) -> str:
+        case = {**read_case(BASE), "history_end": n, "tail_start": t, "prior_truncations": truncations}
+        (sentence,) = explain(profile, told, **case)
+        return sentence.removeprefix("tail_intact: prior truncation ").split(" intersects")[0]
+
+    assert witness(48, 60, [(0, 8)]) == "an interval"  # none meets the tail
+    assert witness(48, 60, [(60, 70), (50, 55)]) == "[50, 55)"  # past n: no offset of [48, 60)
+    assert witness(60, 60, [(50, 70)]) == "an interval"  # an empty tail meets nothing
+    assert witness(70, 60, [(50, 80)]) == "an interval"  # nor an inverted one

@@ -66,6 +66,9 @@ BAD: list[tuple[str, Any, str, str]] = [
     ("history_end", -HUGE, "history_end", "an integer of more than 1,000 digits (the limit)"),
     ("history_end", _Int(HUGE), "history_end", "an integer of more than 1,000 digits (the limit)"),
     ("tail_start", None, "tail_start", "expected an integer, got NoneType None"),
+    ("tail_start", -HUGE, "tail_start", "an integer of more than 1,000 digits (the limit)"),
+    ("recovery_floor_span", -HUGE, "recovery_floor_span", "an integer of more than 1,000 digits (the limit)"),
+    ("prior_truncations", [(1.5, 2)], "prior_truncations[0][0]", "expected an integer, got float 1.5"),
     ("summary_input", [10 ** 5000], "summary_input", "expected a pair [lo, hi], got <list object>"),  # repr fails
     ("summary_input", [1], "summary_input", "expected a pair [lo, hi], got [1]"),
     ("summary_input", [1, 2, 3], "summary_input", "expected a pair [lo, hi], got [1, 2, 3]"),
@@ -444,3 +447,16 @@ def test_the_tail_intact_witness_for_any_values_explain_is_given(profile: str) -
     assert witness(48, 60, [(60, 70), (50, 55)]) == "[50, 55)"  # past n: no offset of [48, 60)
     assert witness(60, 60, [(50, 70)]) == "an interval"  # an empty tail meets nothing
     assert witness(70, 60, [(50, 80)]) == "an interval"  # nor an inverted one
+
+
+def test_an_unsorted_list_with_an_empty_pair_in_the_tail() -> None:
+    """The empty pair [5, 5) is no truncation: the tail [4, 10) is intact (the unsorted list is
+    sorted and merged again, and the empty pair must not land in the union)."""
+    case = {"history_end": 10, "tail_start": 4, "summary_input": [0, 4], "summary_covers": [0, 4],
+            "recovery_floor_span": 2, "floor_unit": "turns", "truncator_unit": "turns",
+            "prior_truncations": [[2, 3], [0, 1], [5, 5]], "prior_coverage": [], "spills": []}
+    for profile in ("strict", "partitioned"):
+        d = check_case(case, profile)
+        assert d.failed[-2:] == ("summary_honest", "no_hole") and "tail_intact" not in d.failed, profile
+        assert d.holes == ((0, 1), (2, 3)), profile
+        _agree(read_case(case))

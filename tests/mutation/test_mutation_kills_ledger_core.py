@@ -9,6 +9,7 @@ import pytest
 
 from tailguard._generated.checker import Decision
 from tailguard.ledger_core import LedgerCore, TruncationOrigins
+from tailguard.report_html.session_data import collect
 
 
 def _core(**kw: bool) -> LedgerCore:
@@ -122,3 +123,35 @@ def test_equivalent_case_without_history_says_how_to_get_it() -> None:
     with pytest.raises(RuntimeError) as info:
         _core().equivalent_case(0, (0, 0), (0, 0))
     assert str(info.value) == "equivalent_case needs a ledger created with keep_history=True"
+
+
+def test_a_summary_that_meets_its_input_at_one_offset_has_no_honest_part() -> None:
+    """C and I only touch (C & I is empty): the honest part is no range at all, not an empty
+    one, in the core and in the HTML report's row of that compaction."""
+    core = _core()
+    core.append(10)
+    assert core.honest_part((0, 5), (5, 8)) == []
+    assert core.honest_part((5, 8), (0, 5)) == []
+    assert core.honest_part((0, 5), (5, 5)) == []
+    assert core.honest_part((0, 5), (4, 8)) == [(4, 5)]
+    log = [b'{"event": "session", "unit": "turns", "recovery_floor_span": 2, "floor_unit": "turns", '
+           b'"truncator_unit": "turns"}',
+           b'{"event": "append", "count": 10}',
+           b'{"event": "compact", "summary_input": [0, 5], "summary_covers": [5, 8], "tail_start": 8}',
+           b'{"event": "compact", "summary_input": [0, 8], "summary_covers": [2, 6], "tail_start": 8}']
+    rows = collect(log, "t.jsonl", "strict").rows
+    assert [r.honest for r in rows] == [[], [(2, 6)]]
+
+
+def test_a_reused_summary_id_is_named_with_the_line_that_used_it_or_without_one() -> None:
+    core = _core()
+    core.append(10)
+    core.compact((0, 10), (0, 4), 3, summary="a")
+    core.evict("a", 4)  # left the context: its id is still used
+    assert core.lineage_problem("a", None, (), new=True) == (
+        "summary", "summary id 'a' was already used at line 3; ids are unique in a session")
+    core.compact((0, 10), (0, 4), None, summary="b")  # no tag: in the context, no line to name
+    assert core.lineage_problem("b", None, (), new=True) == (
+        "summary", "summary id 'b' was already used; ids are unique in a session")
+    assert core.lineage_problem("c", None, (), new=True) is None
+    assert core.lineage_problem("b", None, (), new=False) is None  # a decision names no new id

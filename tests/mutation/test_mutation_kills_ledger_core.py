@@ -155,3 +155,41 @@ def test_a_reused_summary_id_is_named_with_the_line_that_used_it_or_without_one(
         "summary", "summary id 'b' was already used; ids are unique in a session")
     assert core.lineage_problem("c", None, (), new=True) is None
     assert core.lineage_problem("b", None, (), new=False) is None  # a decision names no new id
+
+
+def test_recovered_truncations_merge_with_the_rows_they_touch_and_only_those() -> None:
+    """Non-exact rows (offsets already recovered when truncated) merge with a row they touch on
+    either side, widening its (first, last) lines; a row they do not touch stays apart."""
+    o = TruncationOrigins()
+    o.add_fresh(0, 2, "a")
+    o.add_fresh(2, 4, "b")  # touches the left: [0, 4) from a to b
+    assert o.within(0, 10) == [("a", "b")]
+    o.add_fresh(4, 6, "c")  # touches a merged row: its first line stays a
+    assert o.within(0, 10) == [("a", "c")]
+    o.add_fresh(8, 9, "d")  # a gap on the left: apart
+    assert o.within(0, 10) == [("a", "c"), ("d", "d")]
+    assert o.within(6, 8) == []
+    o.add_fresh(12, 14, "e")
+    o.add_fresh(10, 11, "f")  # a gap on the right too: apart
+    assert o.within(9, 12) == [("f", "f")]
+    o.add_fresh(11, 12, "g")  # touches both: one row from f to e
+    assert o.within(9, 20) == [("f", "e")]
+    assert o.within(0, 20) == [("a", "c"), ("d", "d"), ("f", "e")]
+
+
+def test_a_summary_that_leaves_unseen_takes_its_coverage_with_it() -> None:
+    """A compaction whose summarizer did not see an earlier summary (and does not keep it):
+    that summary's coverage leaves the context, so a truncation it covered becomes a hole."""
+    for origins in (False, True):
+        core = _core(track_origins=origins)
+        core.append(10)
+        core.compact((0, 10), (0, 6), 2, summary="s1")
+        core.truncate(0, 4, 3)
+        assert list(core.lost) == []
+        core.compact((4, 10), (4, 8), 5, summary="s2", saw=[])
+        assert list(core.recovered) == [(4, 8)] and list(core.lost) == [(0, 4)]
+        d = core.decide("strict", 8, (4, 10), (4, 8))
+        assert d == Decision("refuse", ("no_hole",), ((0, 4),))
+        if core.lost_coverage is not None:
+            assert core.lost_coverage.within(0, 10) == [
+                (0, 4, "summary 's1' (line 2), which left the context unseen by the summarizer at line 5")]

@@ -193,3 +193,35 @@ def test_a_summary_that_leaves_unseen_takes_its_coverage_with_it() -> None:
         if core.lost_coverage is not None:
             assert core.lost_coverage.within(0, 10) == [
                 (0, 4, "summary 's1' (line 2), which left the context unseen by the summarizer at line 5")]
+
+
+def test_the_lowest_start_is_named_by_the_first_range_that_reached_it() -> None:
+    core = _core()
+    core.append(10)
+    core.spill(-2, 1, "neg")
+    core.truncate(-2, 12, "far")  # the same lowest start, recorded later (and a new highest end)
+    core.spill(-2, 3, "neg again")
+    assert core.bounds_problems() == [
+        ("starts at -2 < 0", "neg"),
+        ("ends at 12, past the history end 10", "far"),
+    ]
+
+
+def test_a_truncation_splits_into_recovered_and_exact_rows_with_its_own_line() -> None:
+    """Offsets spilled before the truncation are recovered rows (merged, first and last line);
+    the rest are exact rows, each naming its truncation, for every gap of a truncation."""
+    core = _core(track_origins=True)
+    core.append(10)
+    core.truncate(2, 4, "a")  # nothing recovered yet: exact
+    core.truncate(0, 6, "b")  # two gaps, [0, 2) and [4, 6): both exact, both b
+    o = core.origins
+    assert o is not None
+    assert o.exact_lines_within(0, 2) == ["b"] and o.exact_lines_within(4, 6) == ["b"]
+    assert o.exact_lines_within(0, 10) == ["b", "a", "b"]
+    core.spill(6, 10, "s")
+    core.truncate(6, 8, "c")  # spilled first: recovered, never a hole's
+    core.truncate(8, 9, "d")  # touches it: one recovered row from c to d
+    core.truncate(9, 10, 7)
+    assert o.exact_lines_within(6, 10) == []
+    assert o.within(6, 10) == [("c", 7)]
+    assert list(core.lost) == [(0, 6)]

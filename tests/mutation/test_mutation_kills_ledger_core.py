@@ -5,10 +5,13 @@ is owed to, and the state rebuilt after an eviction."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from tailguard._generated.checker import Decision
 from tailguard.ledger_core import LedgerCore, TruncationOrigins
+from tailguard.ledger_explain import explain
 from tailguard.report_html.session_data import collect
 
 
@@ -195,16 +198,27 @@ def test_a_summary_that_leaves_unseen_takes_its_coverage_with_it() -> None:
                 (0, 4, "summary 's1' (line 2), which left the context unseen by the summarizer at line 5")]
 
 
-def test_the_lowest_start_is_named_by_the_first_range_that_reached_it() -> None:
+def test_the_lowest_start_and_highest_end_are_named_by_the_first_range_that_reached_them() -> None:
     core = _core()
     core.append(10)
     core.spill(-2, 1, "neg")
     core.truncate(-2, 12, "far")  # the same lowest start, recorded later (and a new highest end)
     core.spill(-2, 3, "neg again")
+    core.truncate(13, 12, "rev")  # the same highest end, recorded later
     assert core.bounds_problems() == [
+        ("has lo > hi", "rev"),
         ("starts at -2 < 0", "neg"),
         ("ends at 12, past the history end 10", "far"),
     ]
+
+
+def test_a_negative_history_end_with_nothing_recorded_blames_no_event() -> None:
+    core = _core()
+    core.append()
+    core.append()
+    assert core.n == 2  # one offset per append by default
+    core.append(-5)
+    assert core.bounds_problems() == [("ends at 0, past the history end -3", None)]
 
 
 def test_a_truncation_splits_into_recovered_and_exact_rows_with_its_own_line() -> None:
@@ -225,3 +239,42 @@ def test_a_truncation_splits_into_recovered_and_exact_rows_with_its_own_line() -
     assert o.exact_lines_within(6, 10) == []
     assert o.within(6, 10) == [("c", 7)]
     assert list(core.lost) == [(0, 6)]
+
+
+def test_without_track_origins_the_explanation_names_no_departed_summary() -> None:
+    """Only a core built to explain (track_origins) keeps which summary's coverage left the
+    context; the audit's plain core says the offsets were truncated, and keeps nothing more."""
+    sentences = []
+    for origins in (False, True):
+        core = _core(track_origins=origins)
+        core.append(10)
+        core.compact((0, 10), (0, 6), 2, summary="s1")
+        core.truncate(0, 4, 3)
+        core.compact((4, 10), (4, 8), 5, summary="s2", saw=[])
+        d = core.decide("strict", 8, (4, 10), (4, 8))
+        sentences.append(explain(core, "strict", d, 8, (4, 10), (4, 8)))
+    assert sentences == [
+        ["no_hole: offsets [0, 4) were truncated and never summarized or spilled"],
+        ["no_hole: offsets [0, 4) were covered only by summary 's1' (line 2), which left the context "
+         "unseen by the summarizer at line 5"],
+    ]
+
+
+def test_without_keep_history_the_core_keeps_no_record_per_event() -> None:
+    """The ranges recorded are kept as merged unions only: 10,000 truncations and spills of the
+    same offsets cost no memory per event unless keep_history asks for the equivalent case."""
+    grew = {}
+    for keep in (False, True):
+        core = _core(keep_history=keep)
+        core.append(10)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(10_000):
+                core.truncate(0, 1)
+                core.spill(0, 1)
+            grew[keep] = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+    assert grew[True] > 800_000  # two lists of 10,000 pairs: the measure sees them
+    assert grew[False] < 80_000

@@ -5,10 +5,14 @@ is owed to, and the state rebuilt after an eviction."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from tailguard._generated.checker import Decision
 from tailguard.ledger_core import LedgerCore, TruncationOrigins
+from tailguard.ledger_explain import explain
+from tailguard.report_html.session_data import collect
 
 
 def _core(**kw: bool) -> LedgerCore:
@@ -122,3 +126,155 @@ def test_equivalent_case_without_history_says_how_to_get_it() -> None:
     with pytest.raises(RuntimeError) as info:
         _core().equivalent_case(0, (0, 0), (0, 0))
     assert str(info.value) == "equivalent_case needs a ledger created with keep_history=True"
+
+
+def test_a_summary_that_meets_its_input_at_one_offset_has_no_honest_part() -> None:
+    """C and I only touch (C & I is empty): the honest part is no range at all, not an empty
+    one, in the core and in the HTML report's row of that compaction."""
+    core = _core()
+    core.append(10)
+    assert core.honest_part((0, 5), (5, 8)) == []
+    assert core.honest_part((5, 8), (0, 5)) == []
+    assert core.honest_part((0, 5), (5, 5)) == []
+    assert core.honest_part((0, 5), (4, 8)) == [(4, 5)]
+    log = [b'{"event": "session", "unit": "turns", "recovery_floor_span": 2, "floor_unit": "turns", '
+           b'"truncator_unit": "turns"}',
+           b'{"event": "append", "count": 10}',
+           b'{"event": "compact", "summary_input": [0, 5], "summary_covers": [5, 8], "tail_start": 8}',
+           b'{"event": "compact", "summary_input": [0, 8], "summary_covers": [2, 6], "tail_start": 8}']
+    rows = collect(log, "t.jsonl", "strict").rows
+    assert [r.honest for r in rows] == [[], [(2, 6)]]
+
+
+def test_a_reused_summary_id_is_named_with_the_line_that_used_it_or_without_one() -> None:
+    core = _core()
+    core.append(10)
+    core.compact((0, 10), (0, 4), 3, summary="a")
+    core.evict("a", 4)  # left the context: its id is still used
+    assert core.lineage_problem("a", None, (), new=True) == (
+        "summary", "summary id 'a' was already used at line 3; ids are unique in a session")
+    core.compact((0, 10), (0, 4), None, summary="b")  # no tag: in the context, no line to name
+    assert core.lineage_problem("b", None, (), new=True) == (
+        "summary", "summary id 'b' was already used; ids are unique in a session")
+    assert core.lineage_problem("c", None, (), new=True) is None
+    assert core.lineage_problem("b", None, (), new=False) is None  # a decision names no new id
+
+
+def test_recovered_truncations_merge_with_the_rows_they_touch_and_only_those() -> None:
+    """Non-exact rows (offsets already recovered when truncated) merge with a row they touch on
+    either side, widening its (first, last) lines; a row they do not touch stays apart."""
+    o = TruncationOrigins()
+    o.add_fresh(0, 2, "a")
+    o.add_fresh(2, 4, "b")  # touches the left: [0, 4) from a to b
+    assert o.within(0, 10) == [("a", "b")]
+    o.add_fresh(4, 6, "c")  # touches a merged row: its first line stays a
+    assert o.within(0, 10) == [("a", "c")]
+    o.add_fresh(8, 9, "d")  # a gap on the left: apart
+    assert o.within(0, 10) == [("a", "c"), ("d", "d")]
+    assert o.within(6, 8) == []
+    o.add_fresh(12, 14, "e")
+    o.add_fresh(10, 11, "f")  # a gap on the right too: apart
+    assert o.within(9, 12) == [("f", "f")]
+    o.add_fresh(11, 12, "g")  # touches both: one row from f to e
+    assert o.within(9, 20) == [("f", "e")]
+    assert o.within(0, 20) == [("a", "c"), ("d", "d"), ("f", "e")]
+
+
+def test_a_summary_that_leaves_unseen_takes_its_coverage_with_it() -> None:
+    """A compaction whose summarizer did not see an earlier summary (and does not keep it):
+    that summary's coverage leaves the context, so a truncation it covered becomes a hole."""
+    for origins in (False, True):
+        core = _core(track_origins=origins)
+        core.append(10)
+        core.compact((0, 10), (0, 6), 2, summary="s1")
+        core.truncate(0, 4, 3)
+        assert list(core.lost) == []
+        core.compact((4, 10), (4, 8), 5, summary="s2", saw=[])
+        assert list(core.recovered) == [(4, 8)] and list(core.lost) == [(0, 4)]
+        d = core.decide("strict", 8, (4, 10), (4, 8))
+        assert d == Decision("refuse", ("no_hole",), ((0, 4),))
+        if core.lost_coverage is not None:
+            assert core.lost_coverage.within(0, 10) == [
+                (0, 4, "summary 's1' (line 2), which left the context unseen by the summarizer at line 5")]
+
+
+def test_the_lowest_start_and_highest_end_are_named_by_the_first_range_that_reached_them() -> None:
+    core = _core()
+    core.append(10)
+    core.spill(-2, 1, "neg")
+    core.truncate(-2, 12, "far")  # the same lowest start, recorded later (and a new highest end)
+    core.spill(-2, 3, "neg again")
+    core.truncate(13, 12, "rev")  # the same highest end, recorded later
+    assert core.bounds_problems() == [
+        ("has lo > hi", "rev"),
+        ("starts at -2 < 0", "neg"),
+        ("ends at 12, past the history end 10", "far"),
+    ]
+
+
+def test_a_negative_history_end_with_nothing_recorded_blames_no_event() -> None:
+    core = _core()
+    core.append()
+    core.append()
+    assert core.n == 2  # one offset per append by default
+    core.append(-5)
+    assert core.bounds_problems() == [("ends at 0, past the history end -3", None)]
+
+
+def test_a_truncation_splits_into_recovered_and_exact_rows_with_its_own_line() -> None:
+    """Offsets spilled before the truncation are recovered rows (merged, first and last line);
+    the rest are exact rows, each naming its truncation, for every gap of a truncation."""
+    core = _core(track_origins=True)
+    core.append(10)
+    core.truncate(2, 4, "a")  # nothing recovered yet: exact
+    core.truncate(0, 6, "b")  # two gaps, [0, 2) and [4, 6): both exact, both b
+    o = core.origins
+    assert o is not None
+    assert o.exact_lines_within(0, 2) == ["b"] and o.exact_lines_within(4, 6) == ["b"]
+    assert o.exact_lines_within(0, 10) == ["b", "a", "b"]
+    core.spill(6, 10, "s")
+    core.truncate(6, 8, "c")  # spilled first: recovered, never a hole's
+    core.truncate(8, 9, "d")  # touches it: one recovered row from c to d
+    core.truncate(9, 10, 7)
+    assert o.exact_lines_within(6, 10) == []
+    assert o.within(6, 10) == [("c", 7)]
+    assert list(core.lost) == [(0, 6)]
+
+
+def test_without_track_origins_the_explanation_names_no_departed_summary() -> None:
+    """Only a core built to explain (track_origins) keeps which summary's coverage left the
+    context; the audit's plain core says the offsets were truncated, and keeps nothing more."""
+    sentences = []
+    for origins in (False, True):
+        core = _core(track_origins=origins)
+        core.append(10)
+        core.compact((0, 10), (0, 6), 2, summary="s1")
+        core.truncate(0, 4, 3)
+        core.compact((4, 10), (4, 8), 5, summary="s2", saw=[])
+        d = core.decide("strict", 8, (4, 10), (4, 8))
+        sentences.append(explain(core, "strict", d, 8, (4, 10), (4, 8)))
+    assert sentences == [
+        ["no_hole: offsets [0, 4) were truncated and never summarized or spilled"],
+        ["no_hole: offsets [0, 4) were covered only by summary 's1' (line 2), which left the context "
+         "unseen by the summarizer at line 5"],
+    ]
+
+
+def test_without_keep_history_the_core_keeps_no_record_per_event() -> None:
+    """The ranges recorded are kept as merged unions only: 10,000 truncations and spills of the
+    same offsets cost no memory per event unless keep_history asks for the equivalent case."""
+    grew = {}
+    for keep in (False, True):
+        core = _core(keep_history=keep)
+        core.append(10)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(10_000):
+                core.truncate(0, 1)
+                core.spill(0, 1)
+            grew[keep] = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+    assert grew[True] > 800_000  # two lists of 10,000 pairs: the measure sees them
+    assert grew[False] < 80_000

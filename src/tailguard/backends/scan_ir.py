@@ -304,50 +304,6 @@ def _bounded(items: list[tuple[int, int]], low: int, high: int) -> bool:
     return True
 '''
 
-MERGED_JS = '''\
-function _byStart(x, y) {
-  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
-}
-
-// The union of any pairs as a normal list: one pass when they come sorted, else a sort and the same pass.
-function _merged(items) {
-  let out = _merge_run(items);
-  if (out === null) {
-    out = _merge_run(items.slice().sort(_byStart));
-    if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
-  }
-  return out;
-}
-
-// The union of several lists joined (each usually sorted): one sort and one pass.
-function _merged_runs(items) {
-  const out = _merge_run(items.sort(_byStart));
-  if (out === null) throw new Error("internal: a sorted list did not merge in one pass (theorem T18)");
-  return out;
-}
-
-// Whether [start, stop) shares an offset with the normal list items: only the last pair that
-// starts before stop can; it is found by binary search (the bisect_left of the Python checker).
-function _meets(start, stop, items) {
-  let lo = 0;
-  let hi = items.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (items[mid][0] < stop) lo = mid + 1; else hi = mid;
-  }
-  const j = lo - 1;
-  return start < stop && j >= 0 && items[j][1] > start;
-}
-
-// Every pair [lo, hi] of items has low <= lo <= hi <= high.
-function _bounded(items, low, high) {
-  for (const [lo, hi] of items) {
-    if (!(low <= lo && lo <= hi && hi <= high)) return false;
-  }
-  return true;
-}
-'''
-
 # --- Python ------------------------------------------------------------------------------
 
 _PY_CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}

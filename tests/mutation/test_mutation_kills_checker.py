@@ -460,3 +460,30 @@ def test_an_unsorted_list_with_an_empty_pair_in_the_tail() -> None:
         assert d.failed[-2:] == ("summary_honest", "no_hole") and "tail_intact" not in d.failed, profile
         assert d.holes == ((0, 1), (2, 3)), profile
         _agree(read_case(case))
+
+
+_BOUND = HUGE  # the least integer of 1,001 digits: the first one past the limit
+_LIMIT = "an integer of more than 1,000 digits (the limit)"
+
+
+@pytest.mark.parametrize("make", [list, tuple, iter], ids=["list", "tuple", "iterator"])
+@pytest.mark.parametrize(("pair", "field"), [
+    ((_BOUND, _BOUND), "prior_truncations[0][0]"),
+    ((_BOUND, 0), "prior_truncations[0][0]"),
+    ((0, _BOUND), "prior_truncations[0][1]"),
+    ((0, -_BOUND), "prior_truncations[0][1]"),
+    ((-_BOUND, 0), "prior_truncations[0][0]"),
+])
+def test_the_digit_limit_is_exact_in_short_lists_and_iterators(make: Any, pair: tuple[int, int],
+                                                              field: str) -> None:
+    """Exactly 10**1000 (1,001 digits) is unusable and 10**1000 - 1 is read, in every path of
+    the list reader: short lists and tuples (pair by pair) and iterators (the inline path)."""
+    case = dict(BASE, prior_truncations=make([pair]))
+    with pytest.raises(CaseError) as err:
+        read_case(case)
+    assert (err.value.field, err.value.reason) == (field, _LIMIT)
+    with pytest.raises(CaseError) as err:
+        check("strict", **dict(case, prior_truncations=make([pair])))
+    assert (err.value.field, err.value.reason) == (field, _LIMIT)
+    inside = tuple(v - 1 if v == _BOUND else v + 1 if v == -_BOUND else v for v in pair)
+    assert read_case(dict(BASE, prior_truncations=make([inside])))["prior_truncations"] == [inside]

@@ -7,6 +7,9 @@
 #   tools/mutation.sh --ci     the CI-sized subset of tests/mutation/ci.toml (.ci/test runs it)
 #   tools/mutation.sh --subset FILE   only_mutate and the test selection from FILE (like ci.toml)
 #   tools/mutation.sh --keep   any of these, keeping the scratch copy (its path is printed)
+#   tools/mutation.sh --subset FILE --only PATTERN   only the mutants whose names match PATTERN
+#                              (fnmatch, repeatable: `tailguard.ledger.*`, `*x__render_profile__*`),
+#                              to re-run the functions a change touched; the gate then judges those
 #
 # mutmut 3 runs in a scratch copy of the checkout (tracked and untracked, not ignored, files), so
 # mutants/ never lands in the work tree. mutmut exits 0 even when mutants survive; the gate is
@@ -15,16 +18,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-mode=full keep=0 subset=""
+mode=full keep=0 subset="" only=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --ci) mode=ci subset="$root/tests/mutation/ci.toml" ;;
     --subset) mode=subset subset=$(realpath "${2:?--subset needs a file}"); shift ;;
     --keep) keep=1 ;;
-    *) echo "usage: tools/mutation.sh [--ci | --subset FILE] [--keep]" >&2; exit 2 ;;
+    --only) only+=("${2:?--only needs a pattern}"); shift ;;
+    *) echo "usage: tools/mutation.sh [--ci | --subset FILE [--only PATTERN]...] [--keep]" >&2; exit 2 ;;
   esac
   shift
 done
+if [[ ${#only[@]} -gt 0 && $mode == full ]]; then echo "mutation.sh: --only needs --subset FILE" >&2; exit 2; fi
 if [[ $mode == full ]]; then
   failed=()
   for f in tests/mutation/*.toml; do
@@ -59,9 +64,9 @@ modules=$(cd "$work" && python -c '
 import tomllib
 cfg = tomllib.load(open("pyproject.toml", "rb"))["tool"]["mutmut"]
 print(" ".join(p.removeprefix("src/").removesuffix(".py").replace("/", ".") for p in cfg["only_mutate"]))')
-echo "mutation ($mode): $modules"
+echo "mutation ($mode): $modules${only[*]+ (only ${only[*]})}"
 start=$(date +%s)
-(cd "$work" && nice -n 15 mutmut run --max-children 1 >"$work/mutmut-run.log" 2>&1) || {
+(cd "$work" && nice -n 15 mutmut run --max-children 1 ${only[@]+"${only[@]}"} >"$work/mutmut-run.log" 2>&1) || {
   tail -40 "$work/mutmut-run.log"; echo "mutation.sh: mutmut run failed" >&2; exit 1; }
 echo "mutmut run: $(( $(date +%s) - start )) s"
 (cd "$work" && mutmut export-cicd-stats >/dev/null && cat mutants/mutmut-cicd-stats.json | tr -d '\n ' && echo)

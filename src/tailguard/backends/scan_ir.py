@@ -484,8 +484,9 @@ def parse_py(source: str, name: str) -> Func:
     fn = defs[0]
     body = list(fn.body)
     doc = ""
-    if body and isinstance(body[0], pyast.Expr) and isinstance(body[0].value, pyast.Constant):
-        doc = str(body[0].value.value)
+    if (body and isinstance(body[0], pyast.Expr) and isinstance(body[0].value, pyast.Constant)
+            and isinstance(body[0].value.value, str)):
+        doc = body[0].value.value
         body = body[1:]
     first = body[0] if body else fn
     if not (isinstance(first, pyast.AnnAssign) and pyast.unparse(first.target) == "out"
@@ -539,13 +540,13 @@ def parse_py(source: str, name: str) -> Func:
 def _typed_loop(loop: pyast.For) -> tuple[tuple[Stmt, ...], tuple[Stmt, ...]]:
     """The body and the ``untyped`` statements of a typed loop, exactly as :func:`render_py`
     prints it (the type tests, the unpacking and the ``continue`` are compared as text)."""
-    head = loop.body[0] if loop.body else None
+    head = loop.body[0]
     if not (isinstance(head, pyast.If) and not head.orelse and pyast.unparse(head.test) == _PY_TYPED_TESTS[0]
             and len(head.body) == 2 and pyast.unparse(head.body[0]) == "lo, hi = item"):
         raise NotInForm(f"line {loop.lineno}: a typed loop must test `{_PY_TYPED_TESTS[0]}` and unpack `lo, hi = item`")
     inner = head.body[1]
     if not (isinstance(inner, pyast.If) and not inner.orelse and pyast.unparse(inner.test) == _PY_TYPED_TESTS[1]
-            and inner.body and isinstance(inner.body[-1], pyast.Continue)):
+            and isinstance(inner.body[-1], pyast.Continue)):
         raise NotInForm(f"line {head.lineno}: a typed loop must test `{_PY_TYPED_TESTS[1]}` "
                         "and end its body with continue")
     if any(isinstance(n, pyast.Continue) for st in inner.body[:-1] for n in pyast.walk(st)):

@@ -349,6 +349,8 @@ def _typed(old: str, *new: str) -> str:
 
 def test_a_typed_loop_reads_its_body_and_the_untyped_statements() -> None:
     assert parse_py(_fn(*TYPED), "f") == TYPED_FUNC
+    got = parse_py(_typed(_APPEND, _APPEND, "            ok = True"), "f")
+    assert got.body == (Emit(Var("lo"), Var("hi")), Assign("ok", Const(True)))
     # the locals line is not a state variable, and nothing else precedes the loop here
     assert parse_py(_typed("ok = True"), "f").state == ()
 
@@ -398,9 +400,69 @@ _INNER = f"a typed loop must test `{INT_TEST}` and end its body with continue"
      "line 8: continue inside the body of a typed loop"),
     ("continue first", _typed(_APPEND, "            continue", _APPEND),
      "line 8: continue inside the body of a typed loop"),
+    ("continue second", _typed(_APPEND, _APPEND, "            if lo < hi:", "                continue"),
+     "line 8: continue inside the body of a typed loop"),
 ])
 def test_a_typed_loop_outside_the_form(what: str, lines: str, message: str) -> None:
     _rejects(lines, "f", message)
+
+
+TYPED_SHAPES = Func(
+    "g", "A typed loop.", items="items", ints=("low",), state=(Assign("ok", Const(True)),),
+    body=(If(Cmp("<", _lo, Var("low")), (Break(),)), Emit(_lo, _hi)), untyped=(Assign("ok", Const(False)), Break()),
+    after=(Emit(Var("low"), Var("low")),), returns=("out", "ok"))
+
+TYPED_SHAPES_PY = '''\
+def g(low: int, items: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """A typed loop."""
+    out: list[tuple[int, int]] = []
+    ok = True
+    type_, tuple_, int_, len_ = type, tuple, int, len  # the type tests' builtins as locals
+    for item in items:
+        if type_(item) is tuple_ and len_(item) == 2:
+            lo, hi = item
+            if type_(lo) is int_ and type_(hi) is int_:
+                if lo < low:
+                    break
+                out.append((lo, hi))
+                continue
+        ok = False
+        break
+    out.append((low, low))
+    return out if ok else None
+'''
+
+TYPED_SHAPES_JS = '''\
+// A typed loop.
+function g(low, items) {
+  const out = [];
+  let ok = true;
+  for (const item of items) {
+    if (Array.isArray(item) && item.length === 2) {
+      const lo = item[0];
+      const hi = item[1];
+      if (Number.isSafeInteger(lo) && Number.isSafeInteger(hi)) {
+        if (lo < low) {
+          break;
+        }
+        out.push([lo, hi]);
+        continue;
+      }
+    }
+    ok = false;
+    break;
+  }
+  out.push([low, low]);
+  return ok ? out : null;
+}
+'''
+
+
+def test_a_typed_loop_renders_as_written_and_reads_back() -> None:
+    """Whole texts (the checker's own algorithms are only looked for inside the JS checker)."""
+    assert render_py(TYPED_SHAPES) == TYPED_SHAPES_PY
+    assert render_js(TYPED_SHAPES) == TYPED_SHAPES_JS
+    assert parse_py(TYPED_SHAPES_PY, "g") == TYPED_SHAPES
 
 
 def test_the_typed_loop_in_the_checker() -> None:

@@ -115,27 +115,15 @@ class Func:
         return (*self.ints, self.items)
 
 
-def _v(name: str) -> Var:
-    return Var(name)
-
-
-def _lt(a: Expr, b: Expr) -> Cmp:
-    return Cmp("<", a, b)
-
-
-def _ge(a: Expr, b: Expr) -> Cmp:
-    return Cmp(">=", a, b)
-
-
-LO, HI = _v("lo"), _v("hi")
+LO, HI = Var("lo"), Var("hi")
 
 #: ``_merge_run``'s step on a non-empty pair ``lo < hi``
 _MERGE_STEP: tuple[Stmt, ...] = (
-    If(Not(_v("started")), (Assign("started", Const(True)), Assign("run_lo", LO), Assign("run_hi", HI)), (
-        If(_lt(LO, _v("run_lo")), (Assign("ordered", Const(False)), Break()), (
-            If(Cmp("<=", LO, _v("run_hi")), (
-                If(Cmp(">", HI, _v("run_hi")), (Assign("run_hi", HI),)),
-            ), (Emit(_v("run_lo"), _v("run_hi")), Assign("run_lo", LO), Assign("run_hi", HI))),
+    If(Not(Var("started")), (Assign("started", Const(True)), Assign("run_lo", LO), Assign("run_hi", HI)), (
+        If(Cmp("<", LO, Var("run_lo")), (Assign("ordered", Const(False)), Break()), (
+            If(Cmp("<=", LO, Var("run_hi")), (
+                If(Cmp(">", HI, Var("run_hi")), (Assign("run_hi", HI),)),
+            ), (Emit(Var("run_lo"), Var("run_hi")), Assign("run_lo", LO), Assign("run_hi", HI))),
         )),
     )),
 )
@@ -148,8 +136,8 @@ MERGE_RUN = Func(
     items="items",
     state=(Assign("ordered", Const(True)), Assign("started", Const(False)),
            Assign("run_lo", Const(0)), Assign("run_hi", Const(0))),
-    body=(If(_lt(LO, HI), _MERGE_STEP),),
-    after=(If(Bool("and", (_v("ordered"), _v("started"))), (Emit(_v("run_lo"), _v("run_hi")),)),),
+    body=(If(Cmp("<", LO, HI), _MERGE_STEP),),
+    after=(If(Bool("and", (Var("ordered"), Var("started"))), (Emit(Var("run_lo"), Var("run_hi")),)),),
     returns=("out", "ordered"),
 )
 
@@ -159,13 +147,13 @@ GAPS = Func(
     "at the first pair starting at or after ``stop``.",
     ints=("start", "stop"),
     items="items",
-    state=(Assign("cur", _v("start")),),
+    state=(Assign("cur", Var("start")),),
     body=(
-        If(_ge(LO, _v("stop")), (Break(),)),
-        If(Cmp(">", LO, _v("cur")), (Emit(_v("cur"), LO),)),
-        If(Cmp(">", HI, _v("cur")), (Assign("cur", HI),)),
+        If(Cmp(">=", LO, Var("stop")), (Break(),)),
+        If(Cmp(">", LO, Var("cur")), (Emit(Var("cur"), LO),)),
+        If(Cmp(">", HI, Var("cur")), (Assign("cur", HI),)),
     ),
-    after=(If(_lt(_v("cur"), _v("stop")), (Emit(_v("cur"), _v("stop")),)),),
+    after=(If(Cmp("<", Var("cur"), Var("stop")), (Emit(Var("cur"), Var("stop")),)),),
     returns="out",
 )
 
@@ -178,9 +166,9 @@ MERGE_RUN_BOUNDED = Func(
     ints=("low", "high"),
     items="items",
     state=MERGE_RUN.state,
-    body=(If(Bool("or", (_lt(LO, _v("low")), _lt(HI, LO), Cmp(">", HI, _v("high")))),
+    body=(If(Bool("or", (Cmp("<", LO, Var("low")), Cmp("<", HI, LO), Cmp(">", HI, Var("high")))),
              (Assign("ordered", Const(False)), Break()),
-             (If(_lt(LO, HI), _MERGE_STEP),)),),
+             (If(Cmp("<", LO, HI), _MERGE_STEP),)),),
     untyped=(Assign("ordered", Const(False)), Break()),
     after=MERGE_RUN.after,
     returns=("out", "ordered"),

@@ -1,9 +1,9 @@
 """The interval algorithms of the runtime, in one small form: rendered to Python and JavaScript,
 and proved by z3 (``backends/scan_z3.py``, theorem T18) equal to the per-offset definitions.
 
-An algorithm is a :class:`Func`: straight-line code over pairs, or one pass over a list of
-pairs (``_merge_run``, ``_gaps``) with integer and flag state, ``if``,
-``break`` and an output list that only grows (``append``) or widens its last pair. The same
+An algorithm is a :class:`Func`: one pass over a list of pairs (``_merge_run``, ``_gaps``,
+``_merge_run_bounded``) with integer parameters, integer and flag state, ``if``, ``break`` and
+an output list that only grows (``append``). The same
 :class:`Func` value is what :func:`render_py` and :func:`render_js` print and what
 ``scan_z3`` encodes; :func:`parse_py` reads the printed Python back, so the proof can be run on
 the functions of the generated checker file itself (an edit to that file is an edit to what is
@@ -37,36 +37,6 @@ class Const:
 
 
 @dataclass(frozen=True)
-class Part:
-    """``pair[0]`` or ``pair[1]`` of a pair parameter."""
-
-    pair: str
-    index: int
-
-
-@dataclass(frozen=True)
-class LastLo:
-    """The start of the last pair of the output (the output must not be empty)."""
-
-
-@dataclass(frozen=True)
-class LastHi:
-    """The end of the last pair of the output (the output must not be empty)."""
-
-
-@dataclass(frozen=True)
-class OutEmpty:
-    """The output list is empty."""
-
-
-@dataclass(frozen=True)
-class Arith:
-    op: str  # + | -
-    left: Expr
-    right: Expr
-
-
-@dataclass(frozen=True)
 class Cmp:
     op: str  # < <= > >= == !=
     left: Expr
@@ -84,7 +54,7 @@ class Not:
     operand: Expr
 
 
-Expr = Var | Const | Part | LastLo | LastHi | OutEmpty | Arith | Cmp | Bool | Not
+Expr = Var | Const | Cmp | Bool | Not
 
 # --- statements --------------------------------------------------------------------------
 
@@ -111,71 +81,49 @@ class Emit:
 
 
 @dataclass(frozen=True)
-class Widen:
-    """``out[-1] = (out[-1][0], hi)``: the last output pair gets a new end."""
-
-    hi: Expr
-
-
-@dataclass(frozen=True)
 class Break:
     pass
 
 
-Stmt = Assign | If | Emit | Widen | Break
+Stmt = Assign | If | Emit | Break
 
 
 @dataclass(frozen=True)
 class Func:
-    """An algorithm. ``pairs``: pair parameters; ``ints``: integer parameters; ``items``: the list
-    parameter a loop runs over (``for lo, hi in items``, or a typed loop: see ``untyped``), or
-    None for straight-line code.
+    """An algorithm. ``ints``: integer parameters; ``items``: the last parameter, the list the
+    loop runs over (``for lo, hi in items``, or a typed loop: see ``untyped``).
 
-    ``state``: variables set before the loop (``out`` is the output list when ``output``);
-    ``body``: the loop body; ``after``: statements after the loop; ``returns``: the result, an
-    expression, or ``"out"``, or ``("out", flag)`` for ``out if flag else None``.
+    ``out`` is the output list, empty at the start; ``state``: variables set before the loop;
+    ``body``: the loop body; ``after``: statements after the loop; ``returns``: ``"out"``, or
+    ``("out", flag)`` for ``out if flag else None``.
     """
 
     name: str
     doc: str
-    pairs: tuple[str, ...] = ()
+    items: str
     ints: tuple[str, ...] = ()
-    items: str | None = None
-    output: bool = False
     state: tuple[Assign, ...] = ()
     body: tuple[Stmt, ...] = ()
     after: tuple[Stmt, ...] = ()
-    returns: Expr | str | tuple[str, str] = "out"
+    returns: str | tuple[str, str] = "out"
     #: when not empty, the loop is *typed*: ``body`` runs on an item that is a pair of two
     #: integers (a ``tuple`` of two ``int`` in Python), these statements on any other item
     untyped: tuple[Stmt, ...] = ()
 
     @property
     def params(self) -> tuple[str, ...]:
-        return (*self.pairs, *self.ints, *((self.items,) if self.items else ()))
+        return (*self.ints, self.items)
 
 
-def _v(name: str) -> Var:
-    return Var(name)
-
-
-def _lt(a: Expr, b: Expr) -> Cmp:
-    return Cmp("<", a, b)
-
-
-def _ge(a: Expr, b: Expr) -> Cmp:
-    return Cmp(">=", a, b)
-
-
-LO, HI = _v("lo"), _v("hi")
+LO, HI = Var("lo"), Var("hi")
 
 #: ``_merge_run``'s step on a non-empty pair ``lo < hi``
 _MERGE_STEP: tuple[Stmt, ...] = (
-    If(Not(_v("started")), (Assign("started", Const(True)), Assign("run_lo", LO), Assign("run_hi", HI)), (
-        If(_lt(LO, _v("run_lo")), (Assign("ordered", Const(False)), Break()), (
-            If(Cmp("<=", LO, _v("run_hi")), (
-                If(Cmp(">", HI, _v("run_hi")), (Assign("run_hi", HI),)),
-            ), (Emit(_v("run_lo"), _v("run_hi")), Assign("run_lo", LO), Assign("run_hi", HI))),
+    If(Not(Var("started")), (Assign("started", Const(True)), Assign("run_lo", LO), Assign("run_hi", HI)), (
+        If(Cmp("<", LO, Var("run_lo")), (Assign("ordered", Const(False)), Break()), (
+            If(Cmp("<=", LO, Var("run_hi")), (
+                If(Cmp(">", HI, Var("run_hi")), (Assign("run_hi", HI),)),
+            ), (Emit(Var("run_lo"), Var("run_hi")), Assign("run_lo", LO), Assign("run_hi", HI))),
         )),
     )),
 )
@@ -186,11 +134,10 @@ MERGE_RUN = Func(
     "``run_lo``/``run_hi``; None when some non-empty pair starts before the current run (the "
     "pairs are not sorted: sort them and run again).",
     items="items",
-    output=True,
     state=(Assign("ordered", Const(True)), Assign("started", Const(False)),
            Assign("run_lo", Const(0)), Assign("run_hi", Const(0))),
-    body=(If(_lt(LO, HI), _MERGE_STEP),),
-    after=(If(Bool("and", (_v("ordered"), _v("started"))), (Emit(_v("run_lo"), _v("run_hi")),)),),
+    body=(If(Cmp("<", LO, HI), _MERGE_STEP),),
+    after=(If(Bool("and", (Var("ordered"), Var("started"))), (Emit(Var("run_lo"), Var("run_hi")),)),),
     returns=("out", "ordered"),
 )
 
@@ -200,14 +147,13 @@ GAPS = Func(
     "at the first pair starting at or after ``stop``.",
     ints=("start", "stop"),
     items="items",
-    output=True,
-    state=(Assign("cur", _v("start")),),
+    state=(Assign("cur", Var("start")),),
     body=(
-        If(_ge(LO, _v("stop")), (Break(),)),
-        If(Cmp(">", LO, _v("cur")), (Emit(_v("cur"), LO),)),
-        If(Cmp(">", HI, _v("cur")), (Assign("cur", HI),)),
+        If(Cmp(">=", LO, Var("stop")), (Break(),)),
+        If(Cmp(">", LO, Var("cur")), (Emit(Var("cur"), LO),)),
+        If(Cmp(">", HI, Var("cur")), (Assign("cur", HI),)),
     ),
-    after=(If(_lt(_v("cur"), _v("stop")), (Emit(_v("cur"), _v("stop")),)),),
+    after=(If(Cmp("<", Var("cur"), Var("stop")), (Emit(Var("cur"), Var("stop")),)),),
     returns="out",
 )
 
@@ -219,11 +165,10 @@ MERGE_RUN_BOUNDED = Func(
     "two apart).",
     ints=("low", "high"),
     items="items",
-    output=True,
     state=MERGE_RUN.state,
-    body=(If(Bool("or", (_lt(LO, _v("low")), _lt(HI, LO), Cmp(">", HI, _v("high")))),
+    body=(If(Bool("or", (Cmp("<", LO, Var("low")), Cmp("<", HI, LO), Cmp(">", HI, Var("high")))),
              (Assign("ordered", Const(False)), Break()),
-             (If(_lt(LO, HI), _MERGE_STEP),)),),
+             (If(Cmp("<", LO, HI), _MERGE_STEP),)),),
     untyped=(Assign("ordered", Const(False)), Break()),
     after=MERGE_RUN.after,
     returns=("out", "ordered"),
@@ -315,16 +260,6 @@ def py_expr(e: Expr) -> str:
             return n
         case Const(value=v):
             return repr(v)
-        case Part(pair=p, index=i):
-            return f"{p}[{i}]"
-        case LastLo():
-            return "out[-1][0]"
-        case LastHi():
-            return "out[-1][1]"
-        case OutEmpty():
-            return "not out"
-        case Arith(op=op, left=l, right=r):
-            return f"{_py_atom(l)} {op} {_py_atom(r)}"
         case Cmp(op=op, left=l, right=r):
             return f"{_py_atom(l)} {_PY_CMP[op]} {_py_atom(r)}"
         case Bool(op=op, operands=ops):
@@ -335,7 +270,7 @@ def py_expr(e: Expr) -> str:
 
 
 def _py_atom(e: Expr) -> str:
-    return py_expr(e) if isinstance(e, (Var, Const, Part, LastLo, LastHi)) else f"({py_expr(e)})"
+    return py_expr(e) if isinstance(e, (Var, Const)) else f"({py_expr(e)})"
 
 
 def _py_paren(e: Expr) -> str:
@@ -350,8 +285,6 @@ def _py_stmts(stmts: tuple[Stmt, ...], indent: str) -> list[str]:
                 out.append(f"{indent}{v} = {py_expr(x)}")
             case Emit(lo=lo, hi=hi):
                 out.append(f"{indent}out.append(({py_expr(lo)}, {py_expr(hi)}))")
-            case Widen(hi=hi):
-                out.append(f"{indent}out[-1] = (out[-1][0], {py_expr(hi)})")
             case Break():
                 out.append(f"{indent}break")
             case If(cond=c, then=t, orelse=o):
@@ -380,35 +313,25 @@ _PY_TYPED_LOCALS = "type_, tuple_, int_, len_ = type, tuple, int, len"
 
 def render_py(f: Func) -> str:
     """The function as Python source (typed, with its docstring)."""
-    params = [f"{p}: tuple[int, int]" for p in f.pairs] + [f"{p}: int" for p in f.ints]
-    if f.items:
-        params.append(f"{f.items}: list[tuple[int, int]]")
-    if isinstance(f.returns, str):
-        rtype = "list[tuple[int, int]]"
-    elif isinstance(f.returns, tuple):
-        rtype = "list[tuple[int, int]] | None"
-    else:
-        rtype = "bool"
-    lines = [f"def {f.name}({', '.join(params)}) -> {rtype}:", f'    """{f.doc}"""']
-    if f.output:
-        lines.append("    out: list[tuple[int, int]] = []")
+    params = [f"{p}: int" for p in f.ints] + [f"{f.items}: list[tuple[int, int]]"]
+    rtype = "list[tuple[int, int]]" if isinstance(f.returns, str) else "list[tuple[int, int]] | None"
+    lines = [f"def {f.name}({', '.join(params)}) -> {rtype}:", f'    """{f.doc}"""',
+             "    out: list[tuple[int, int]] = []"]
     lines += _py_stmts(f.state, "    ")
-    if f.items and f.untyped:
+    if f.untyped:
         lines += [f"    {_PY_TYPED_LOCALS}  # the type tests' builtins as locals",
                   f"    for item in {f.items}:", *_PY_TYPED]
         lines += _py_stmts(f.body, "                ")
         lines.append("                continue")
         lines += _py_stmts(f.untyped, "        ")
-    elif f.items:
+    else:
         lines.append(f"    for lo, hi in {f.items}:")
         lines += _py_stmts(f.body, "        ")
     lines += _py_stmts(f.after, "    ")
     if isinstance(f.returns, str):
         lines.append("    return out")
-    elif isinstance(f.returns, tuple):
-        lines.append(f"    return out if {f.returns[1]} else None")
     else:
-        lines.append(f"    return {py_expr(f.returns)}")
+        lines.append(f"    return out if {f.returns[1]} else None")
     return "\n".join(lines) + "\n"
 
 
@@ -423,16 +346,6 @@ def js_expr(e: Expr) -> str:
             return n
         case Const(value=v):
             return ("true" if v else "false") if isinstance(v, bool) else str(v)
-        case Part(pair=p, index=i):
-            return f"{p}[{i}]"
-        case LastLo():
-            return "out[out.length - 1][0]"
-        case LastHi():
-            return "out[out.length - 1][1]"
-        case OutEmpty():
-            return "out.length === 0"
-        case Arith(op=op, left=l, right=r):
-            return f"{_js_atom(l)} {op} {_js_atom(r)}"
         case Cmp(op=op, left=l, right=r):
             return f"{_js_atom(l)} {_JS_CMP[op]} {_js_atom(r)}"
         case Bool(op=op, operands=ops):
@@ -443,7 +356,7 @@ def js_expr(e: Expr) -> str:
 
 
 def _js_atom(e: Expr) -> str:
-    return js_expr(e) if isinstance(e, (Var, Const, Part, LastLo, LastHi)) else f"({js_expr(e)})"
+    return js_expr(e) if isinstance(e, (Var, Const)) else f"({js_expr(e)})"
 
 
 def _js_paren(e: Expr) -> str:
@@ -458,8 +371,6 @@ def _js_stmts(stmts: tuple[Stmt, ...], indent: str) -> list[str]:
                 out.append(f"{indent}{v} = {js_expr(x)};")
             case Emit(lo=lo, hi=hi):
                 out.append(f"{indent}out.push([{js_expr(lo)}, {js_expr(hi)}]);")
-            case Widen(hi=hi):
-                out.append(f"{indent}out[out.length - 1] = [out[out.length - 1][0], {js_expr(hi)}];")
             case Break():
                 out.append(f"{indent}break;")
             case If(cond=c, then=t, orelse=o):
@@ -479,11 +390,9 @@ def _js_stmts(stmts: tuple[Stmt, ...], indent: str) -> list[str]:
 
 def render_js(f: Func) -> str:
     """The function as JavaScript (the state variables declared with ``let``)."""
-    lines = [f"// {f.doc}", f"function {f.name}({', '.join(f.params)}) {{"]
-    if f.output:
-        lines.append("  const out = [];")
+    lines = [f"// {f.doc}", f"function {f.name}({', '.join(f.params)}) {{", "  const out = [];"]
     lines += [f"  let {s.var} = {js_expr(s.value)};" for s in f.state]
-    if f.items and f.untyped:
+    if f.untyped:
         lines += [f"  for (const item of {f.items}) {{",
                   "    if (Array.isArray(item) && item.length === 2) {",
                   "      const lo = item[0];",
@@ -493,17 +402,15 @@ def render_js(f: Func) -> str:
         lines += ["        continue;", "      }", "    }"]
         lines += _js_stmts(f.untyped, "    ")
         lines.append("  }")
-    elif f.items:
+    else:
         lines.append(f"  for (const [lo, hi] of {f.items}) {{")
         lines += _js_stmts(f.body, "    ")
         lines.append("  }")
     lines += _js_stmts(f.after, "  ")
     if isinstance(f.returns, str):
         lines.append("  return out;")
-    elif isinstance(f.returns, tuple):
-        lines.append(f"  return {f.returns[1]} ? out : null;")
     else:
-        lines.append(f"  return {js_expr(f.returns)};")
+        lines.append(f"  return {f.returns[1]} ? out : null;")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -518,32 +425,13 @@ class NotInForm(ValueError):
 _CMP_OPS = {pyast.Lt: "<", pyast.LtE: "<=", pyast.Gt: ">", pyast.GtE: ">=", pyast.Eq: "==", pyast.NotEq: "!="}
 
 
-def _is_out_last(node: pyast.expr, index: int) -> bool:
-    return (isinstance(node, pyast.Subscript) and isinstance(node.slice, pyast.Constant)
-            and node.slice.value == index and isinstance(node.value, pyast.Subscript)
-            and isinstance(node.value.value, pyast.Name) and node.value.value.id == "out"
-            and isinstance(node.value.slice, pyast.UnaryOp) and isinstance(node.value.slice.op, pyast.USub)
-            and isinstance(node.value.slice.operand, pyast.Constant) and node.value.slice.operand.value == 1)
-
-
 def _expr(node: pyast.expr) -> Expr:
     if isinstance(node, pyast.Name):
         return Var(node.id)
-    if isinstance(node, pyast.Constant) and isinstance(node.value, (bool, int)):
+    if isinstance(node, pyast.Constant) and isinstance(node.value, int):
         return Const(node.value)
-    if _is_out_last(node, 0):
-        return LastLo()
-    if _is_out_last(node, 1):
-        return LastHi()
-    if (isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Name)
-            and isinstance(node.slice, pyast.Constant) and node.slice.value in (0, 1)):
-        return Part(node.value.id, 0 if node.slice.value == 0 else 1)
     if isinstance(node, pyast.UnaryOp) and isinstance(node.op, pyast.Not):
-        if isinstance(node.operand, pyast.Name) and node.operand.id == "out":
-            return OutEmpty()
         return Not(_expr(node.operand))
-    if isinstance(node, pyast.BinOp) and isinstance(node.op, (pyast.Add, pyast.Sub)):
-        return Arith("+" if isinstance(node.op, pyast.Add) else "-", _expr(node.left), _expr(node.right))
     if isinstance(node, pyast.BoolOp):
         return Bool("and" if isinstance(node.op, pyast.And) else "or", tuple(_expr(v) for v in node.values))
     if isinstance(node, pyast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP_OPS:
@@ -559,13 +447,10 @@ def _stmts(nodes: list[pyast.stmt]) -> tuple[Stmt, ...]:
         elif isinstance(s, pyast.If):
             out.append(If(_expr(s.test), _stmts(s.body), _stmts(s.orelse)))
         elif (isinstance(s, pyast.Expr) and isinstance(s.value, pyast.Call)
-              and pyast.unparse(s.value.func) == "out.append" and len(s.value.args) == 1
+              and pyast.unparse(s.value.func) == "out.append" and len(s.value.args) == 1 and not s.value.keywords
               and isinstance(s.value.args[0], pyast.Tuple) and len(s.value.args[0].elts) == 2):
             lo, hi = s.value.args[0].elts
             out.append(Emit(_expr(lo), _expr(hi)))
-        elif (isinstance(s, pyast.Assign) and len(s.targets) == 1 and pyast.unparse(s.targets[0]) == "out[-1]"
-              and isinstance(s.value, pyast.Tuple) and len(s.value.elts) == 2 and _is_out_last(s.value.elts[0], 0)):
-            out.append(Widen(_expr(s.value.elts[1])))
         elif isinstance(s, pyast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], pyast.Name):
             out.append(Assign(s.targets[0].id, _expr(s.value)))
         else:
@@ -577,7 +462,8 @@ def parse_py(source: str, name: str) -> Func:
     """Read function ``name`` of ``source`` (a module) back into a :class:`Func`.
 
     Accepts exactly the shapes :func:`render_py` prints; anything else raises
-    :class:`NotInForm` naming the line. The docstring and annotations are not read.
+    :class:`NotInForm` naming the line. The annotations are not read: the last parameter is the
+    list the loop runs over, the others are integers.
     """
     tree = pyast.parse(source)
     defs = [n for n in tree.body if isinstance(n, pyast.FunctionDef) and n.name == name]
@@ -586,56 +472,47 @@ def parse_py(source: str, name: str) -> Func:
     fn = defs[0]
     body = list(fn.body)
     doc = ""
-    if body and isinstance(body[0], pyast.Expr) and isinstance(body[0].value, pyast.Constant):
-        doc = str(body[0].value.value)
+    if (body and isinstance(body[0], pyast.Expr) and isinstance(body[0].value, pyast.Constant)
+            and isinstance(body[0].value.value, str)):
+        doc = body[0].value.value
         body = body[1:]
-    pairs = tuple(a.arg for a in fn.args.args if a.annotation is not None and "tuple" in pyast.unparse(a.annotation)
-                  and "list" not in pyast.unparse(a.annotation))
-    items_ = [a.arg for a in fn.args.args if a.annotation is not None and "list" in pyast.unparse(a.annotation)]
-    ints = tuple(a.arg for a in fn.args.args if a.arg not in pairs and a.arg not in items_)
-    output = False
-    if body and isinstance(body[0], pyast.AnnAssign) and pyast.unparse(body[0].target) == "out":
-        if not (isinstance(body[0].value, pyast.List) and not body[0].value.elts):
-            raise NotInForm(f"line {body[0].lineno}: out must start empty")
-        output, body = True, body[1:]
+    first = body[0] if body else fn
+    if not (isinstance(first, pyast.AnnAssign) and pyast.unparse(first.target) == "out"
+            and isinstance(first.value, pyast.List) and not first.value.elts):
+        raise NotInForm(f"line {first.lineno}: out must start empty: `out: list[tuple[int, int]] = []`")
+    body = body[1:]
     if not body or not isinstance(body[-1], pyast.Return) or body[-1].value is None:
         raise NotInForm(f"{name}: must end with a return")
     ret_node = body[-1].value
     body = body[:-1]
     loops = [i for i, s in enumerate(body) if isinstance(s, pyast.For)]
-    if len(loops) > 1:
-        raise NotInForm(f"{name}: more than one loop")
-    items: str | None = None
-    state: tuple[Stmt, ...]
-    loop_body: tuple[Stmt, ...] = ()
+    if len(loops) != 1:
+        raise NotInForm(f"{name}: {len(loops)} loops, expected one")
+    i = loops[0]
+    loop = body[i]
+    assert isinstance(loop, pyast.For)
+    params = [a.arg for a in fn.args.args]
+    if not (isinstance(loop.iter, pyast.Name) and params and loop.iter.id == params[-1]) or loop.orelse:
+        raise NotInForm(f"line {loop.lineno}: the loop must run over the last parameter, with no else")
     untyped: tuple[Stmt, ...] = ()
-    if loops:
-        i = loops[0]
-        loop = body[i]
-        assert isinstance(loop, pyast.For)
-        if not isinstance(loop.iter, pyast.Name) or loop.orelse:
-            raise NotInForm(f"line {loop.lineno}: the loop must be `for lo, hi in <list>:`")
-        items = loop.iter.id
-        if isinstance(loop.target, pyast.Name) and loop.target.id == "item":
-            loop_body, untyped = _typed_loop(loop)
-            if i == 0 or pyast.dump(body[i - 1]) != pyast.dump(pyast.parse(_PY_TYPED_LOCALS).body[0]):
-                raise NotInForm(f"line {loop.lineno}: a typed loop must follow `{_PY_TYPED_LOCALS}`")
-            stores = [n for n in pyast.walk(fn) if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store)
-                      and n.id in ("type_", "tuple_", "int_", "len_")]
-            if len(stores) != 4:
-                raise NotInForm(f"line {loop.lineno}: the type tests' locals are assigned again")
-            body = [*body[:i - 1], *body[i:]]
-            i -= 1
-        elif pyast.unparse(loop.target) in ("(lo, hi)", "lo, hi"):
-            loop_body = _stmts(loop.body)
-        else:
-            raise NotInForm(f"line {loop.lineno}: the loop must be `for lo, hi in <list>:` or `for item in <list>:`")
-        state, after = _stmts(body[:i]), _stmts(body[i + 1:])
+    if isinstance(loop.target, pyast.Name) and loop.target.id == "item":
+        loop_body, untyped = _typed_loop(loop)
+        if i == 0 or pyast.dump(body[i - 1]) != pyast.dump(pyast.parse(_PY_TYPED_LOCALS).body[0]):
+            raise NotInForm(f"line {loop.lineno}: a typed loop must follow `{_PY_TYPED_LOCALS}`")
+        stores = [n for n in pyast.walk(fn) if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store)
+                  and n.id in ("type_", "tuple_", "int_", "len_")]
+        if len(stores) != 4:
+            raise NotInForm(f"line {loop.lineno}: the type tests' locals are assigned again")
+        state = _stmts(body[:i - 1])
+    elif pyast.unparse(loop.target) == "(lo, hi)":
+        loop_body, state = _stmts(loop.body), _stmts(body[:i])
     else:
-        state, after = _stmts(body), ()
-    if not all(isinstance(s, Assign) for s in state):
+        raise NotInForm(f"line {loop.lineno}: the loop must be `for lo, hi in <list>:` or `for item in <list>:`")
+    after = _stmts(body[i + 1:])
+    assigns = tuple(s for s in state if isinstance(s, Assign))
+    if len(assigns) != len(state):
         raise NotInForm(f"{name}: only assignments before the loop")
-    returns: Expr | str | tuple[str, str]
+    returns: str | tuple[str, str]
     if isinstance(ret_node, pyast.Name) and ret_node.id == "out":
         returns = "out"
     elif (isinstance(ret_node, pyast.IfExp) and isinstance(ret_node.body, pyast.Name) and ret_node.body.id == "out"
@@ -643,22 +520,21 @@ def parse_py(source: str, name: str) -> Func:
           and ret_node.orelse.value is None):
         returns = ("out", ret_node.test.id)
     else:
-        returns = _expr(ret_node)
-    return Func(name, doc, pairs=pairs, ints=ints, items=items, output=output,
-                state=tuple(s for s in state if isinstance(s, Assign)), body=loop_body, after=after, returns=returns,
-                untyped=untyped)
+        raise NotInForm(f"line {ret_node.lineno}: the return must be `return out` or `return out if <flag> else None`")
+    return Func(name, doc, items=params[-1], ints=tuple(params[:-1]), state=assigns, body=loop_body, after=after,
+                returns=returns, untyped=untyped)
 
 
 def _typed_loop(loop: pyast.For) -> tuple[tuple[Stmt, ...], tuple[Stmt, ...]]:
     """The body and the ``untyped`` statements of a typed loop, exactly as :func:`render_py`
     prints it (the type tests, the unpacking and the ``continue`` are compared as text)."""
-    head = loop.body[0] if loop.body else None
+    head = loop.body[0]
     if not (isinstance(head, pyast.If) and not head.orelse and pyast.unparse(head.test) == _PY_TYPED_TESTS[0]
             and len(head.body) == 2 and pyast.unparse(head.body[0]) == "lo, hi = item"):
         raise NotInForm(f"line {loop.lineno}: a typed loop must test `{_PY_TYPED_TESTS[0]}` and unpack `lo, hi = item`")
     inner = head.body[1]
     if not (isinstance(inner, pyast.If) and not inner.orelse and pyast.unparse(inner.test) == _PY_TYPED_TESTS[1]
-            and inner.body and isinstance(inner.body[-1], pyast.Continue)):
+            and isinstance(inner.body[-1], pyast.Continue)):
         raise NotInForm(f"line {head.lineno}: a typed loop must test `{_PY_TYPED_TESTS[1]}` "
                         "and end its body with continue")
     if any(isinstance(n, pyast.Continue) for st in inner.body[:-1] for n in pyast.walk(st)):

@@ -80,9 +80,8 @@ def fresh_state(f: ir.Func, prefix: str) -> State:
     for a in f.state:
         kind = _kind(f, a.var)
         s[a.var] = z3.Bool(f"{prefix}{a.var}") if kind == "bool" else z3.Int(f"{prefix}{a.var}")
-    if f.output:
-        o = Arr.named(f"{prefix}out")
-        s["out.lo"], s["out.hi"], s["out.k"] = o.lo, o.hi, o.length
+    o = Arr.named(f"{prefix}out")
+    s["out.lo"], s["out.hi"], s["out.k"] = o.lo, o.hi, o.length
     s[BROKE] = z3.BoolVal(False)
     return s
 
@@ -100,17 +99,6 @@ def expr(e: ir.Expr, env: dict[str, Any], s: State) -> Any:
             return s[n] if n in s else env[n]
         case ir.Const(value=v):
             return z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
-        case ir.Part(pair=p, index=i):
-            return env[p][i]
-        case ir.LastLo():
-            return z3.Select(s["out.lo"], s["out.k"] - 1)
-        case ir.LastHi():
-            return z3.Select(s["out.hi"], s["out.k"] - 1)
-        case ir.OutEmpty():
-            return s["out.k"] == 0
-        case ir.Arith(op=op, left=l, right=r):
-            x, y = expr(l, env, s), expr(r, env, s)
-            return x + y if op == "+" else x - y
         case ir.Cmp(op=op, left=l, right=r):
             x, y = expr(l, env, s), expr(r, env, s)
             return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y, "==": x == y, "!=": x != y}[op]
@@ -145,8 +133,6 @@ def _exec(st: ir.Stmt, env: dict[str, Any], s: State) -> State:
             s["out.lo"] = z3.Store(s["out.lo"], k, expr(lo, env, s))
             s["out.hi"] = z3.Store(s["out.hi"], k, expr(hi, env, s))
             s["out.k"] = k + 1
-        case ir.Widen(hi=hi):
-            s["out.hi"] = z3.Store(s["out.hi"], s["out.k"] - 1, expr(hi, env, s))
         case ir.Break():
             s[BROKE] = z3.BoolVal(True)
         case ir.If(cond=c, then=t, orelse=o):
@@ -156,13 +142,10 @@ def _exec(st: ir.Stmt, env: dict[str, Any], s: State) -> State:
 
 
 def initial(f: ir.Func, env: dict[str, Any]) -> State:
-    s: State = {BROKE: z3.BoolVal(False)}
-    if f.output:
-        # any contents: only the first out.k entries count (no constant arrays: cvc5 needs
-        # an option for those)
-        s["out.lo"] = z3.Array("init.out.lo", z3.IntSort(), z3.IntSort())
-        s["out.hi"] = z3.Array("init.out.hi", z3.IntSort(), z3.IntSort())
-        s["out.k"] = z3.IntVal(0)
+    # the output list: any contents, only the first out.k entries count (no constant arrays:
+    # cvc5 needs an option for those)
+    s: State = {BROKE: z3.BoolVal(False), "out.lo": z3.Array("init.out.lo", z3.IntSort(), z3.IntSort()),
+                "out.hi": z3.Array("init.out.hi", z3.IntSort(), z3.IntSort()), "out.k": z3.IntVal(0)}
     for a in f.state:
         s[a.var] = expr(a.value, env, s)
     return s
@@ -192,15 +175,6 @@ def step(f: ir.Func, env: dict[str, Any], s: State, items: Arr, i: Any) -> State
 def finish(f: ir.Func, env: dict[str, Any], s: State) -> State:
     """The statements after the loop."""
     return run(f.after, env, {**s, BROKE: z3.BoolVal(False)})
-
-
-def result(f: ir.Func, env: dict[str, Any], s: State) -> Any:
-    """The returned value: a boolean term, an :class:`Arr`, or ``(Arr, flag)``."""
-    if isinstance(f.returns, str):
-        return out_of(s)
-    if isinstance(f.returns, tuple):
-        return out_of(s), s[f.returns[1]]
-    return expr(f.returns, env, s)
 
 
 Invariant = Callable[[Any, State], Any]  # (i, state) -> BoolRef

@@ -113,3 +113,26 @@ def test_unreachable_compact_stage_is_a_note() -> None:
     )
     for stages in reachable:  # the third: stage 1 fires, stage 2 follows a compaction
         assert unreachable_stages(Policy("r", 1, 1, 2, "turns", stages)) == (), stages
+
+
+def test_a_trigger_above_the_window_is_a_note_naming_the_window() -> None:
+    """Brief 6b: a compact stage triggering in tokens above the window is noted, by both
+    engines, with the window as its stage (``len(stages)``); at the window, in another unit or
+    without a window it is not."""
+    from tailguard.pipeline.explorer import explore
+    from tailguard.pipeline.model import unreachable_stages
+    from tailguard.pipeline.report import explain as describe
+
+    over = Policy("w", 2, 2, 1, "turns", (Compact("tokens", 9, "turns", 1, 1),), window=8,
+                  lines={"window": 3})
+    for got in (decide(over), explore(over)):
+        assert [(n.kind, n.stage, n.offsets) for n in got.notes] == [("unreachable", 0, (1,))], got
+    note = unreachable_stages(over)[0]
+    assert note.detail == "trigger 9 tokens above the window 8"
+    assert describe(over, note).endswith(
+        "fires only on a context already over the model's window: its trigger is above the window "
+        "(8 tokens, line 3)"), describe(over, note)
+    for policy in (Policy("w", 2, 2, 1, "turns", (Compact("tokens", 8, "turns", 1, 1),), window=8),
+                   Policy("w", 2, 2, 1, "turns", (Compact("turns", 9, "turns", 1, 1),), window=8),
+                   Policy("w", 2, 2, 1, "turns", (Compact("tokens", 9, "turns", 1, 1),))):
+        assert unreachable_stages(policy) == (), policy

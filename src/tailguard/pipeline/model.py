@@ -200,7 +200,9 @@ def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
     stages only lower it, so a compact stage triggering in that unit at more than ``L``,
     with only truncate stages between, never fires before a session's first loss (a
     compaction could raise the token count, its summary being larger than what it
-    replaced, so one in between ends the argument)."""
+    replaced, so one in between ends the argument). A compact stage triggering in tokens
+    above the ``window`` is one too (brief 6b): the context is over the model's window
+    before it can fire (the note names the window as stage ``len(policy.stages)``)."""
     out: list[Finding] = []
     caps: dict[str, tuple[int, int]] = {}  # unit -> (lowest limit, its stage) since the last compact
     for i, s in enumerate(policy.stages):
@@ -215,6 +217,9 @@ def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
             out.append(Finding("unreachable", i, 0, (cap[1],),
                                f"trigger {s.trigger} {s.trigger_unit} above stage {cap[1]}'s "
                                f"limit {cap[0]}"))
+        elif policy.window and s.trigger_unit == "tokens" and s.trigger > policy.window:
+            out.append(Finding("unreachable", i, 0, (len(policy.stages),),
+                               f"trigger {s.trigger} tokens above the window {policy.window}"))
         caps = {}
     return tuple(out)
 

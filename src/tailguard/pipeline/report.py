@@ -22,7 +22,7 @@ RULES: dict[str, str] = {
     "dead_stage": "note: a truncate stage that no session ever reaches (the policy is safe without "
                   "it; a unit mismatch there is harmless)",
     "unreachable": "note: a compact stage whose trigger is above every occupancy the stages before "
-                   "it allow, so it never fires",
+                   "it allow, so it never fires, or above the window",
     "unknown": "the checker ran out of budget before deciding",
     "input": "the policy file cannot be read or parsed (exit 2)",
 }
@@ -42,7 +42,8 @@ FULL: dict[str, str] = {
     "dead_stage": "A truncate stage that no session of any length reaches: the policy is proved "
                   "safe without it ever firing.",
     "unreachable": "A compact stage whose trigger is above every occupancy the stages before it "
-                   "allow, so it never fires before a loss.",
+                   "allow, so it never fires before a loss, or above the model's window, so it "
+                   "fires only on a context the model cannot take.",
     "unknown": "The checker ran out of a budget (--budget or --depth) before it could prove the "
                "policy safe or find a failing session. Unknown is never a pass.",
     "input": "The policy file cannot be read or parsed; the message names the line and key.",
@@ -55,8 +56,8 @@ HINTS: dict[str, str] = {
                 "the window: truncate or compact below it",
     "unenforceable": "express the floor in the truncator's unit",
     "dead_stage": "nothing to fix; keep it as a safety net or remove it",
-    "unreachable": "lower the trigger below the limit of the truncate stage before it, or run "
-                   "the compact stage first",
+    "unreachable": "lower the trigger below the limit of the truncate stage before it (or below "
+                   "the window), or run the compact stage first",
     "unknown": "raise the budget the message names (--budget or --depth)",
     "input": "fix the key the message names (docs/check-config.md, Policy format)",
 }
@@ -160,6 +161,9 @@ def explain(policy: Policy, f: Finding) -> str:
         return f"{where} never writes: no compact stage follows it"
     if f.kind == "dead_stage":
         return f"{where} never fires: no session of any length reaches its limit"
+    if f.kind == "unreachable" and f.offsets[0] == len(policy.stages):
+        return f"{where} fires only on a context already over the model's window: its trigger " \
+               f"is above {describe_stage(policy, f.offsets[0])}"
     if f.kind == "unreachable":
         return f"{where} can never fire before a loss: its trigger is above what " \
                f"{describe_stage(policy, f.offsets[0])} lets through"

@@ -211,6 +211,12 @@ meaning = "Every pair of every list inside [0, n)."
 holds = "all(r in TR, PC, SP: 0 <= r.lo <= r.hi <= n)"
 message = "out of range: {witness}"
 
+[[profile.clause]]
+id = "covered_some"
+meaning = "Some prior coverage: a union inside a call's arguments, fused with the gate's bound all the same."
+holds = "not empty(union(PC))"
+message = "no prior coverage"
+
 [[profile]]
 id = "zoofield"
 doc = "A gate bounded by a field, not a number or an int input: check must read every list."
@@ -330,6 +336,16 @@ def test_the_rendered_gates_that_bound_every_list(zoo: tuple[Spec, Any]) -> None
     for profile in ("zoogate", "zoolists", "zoopartial", "zoofield"):
         assert mod.check(profile, **good) == mod.check_case({**ZOO_CASE, "summary_covers": [0, 3],
                                                              "prior_truncations": [[3, 4]]}, profile)
+
+
+def test_a_union_inside_a_call_is_fused_with_the_gate(zoo: tuple[Spec, Any]) -> None:
+    """``not empty(union(PC))`` (the union among a call's arguments, a tuple of the AST): the
+    gate's bound and the union of PC are one pass, and the clause reads its result."""
+    spec, _ = zoo
+    text = render_python(spec)
+    body = text[text.index("def _check_zoolists("):text.index("def _explain_zoolists(")]
+    assert "    u_PC = _merged_bounded(v_PC, 0, v_n)" in body, body
+    assert "(u_PC is not None)" in body and "(not u_PC)" in body, body
 
 
 def test_the_rendered_zoo_tests_an_interval_for_emptiness_by_its_endpoints(zoo: tuple[Spec, Any]) -> None:

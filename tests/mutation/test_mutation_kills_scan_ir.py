@@ -352,7 +352,9 @@ def test_a_typed_loop_reads_its_body_and_the_untyped_statements() -> None:
     got = parse_py(_typed(_APPEND, _APPEND, "            ok = True"), "f")
     assert got.body == (Emit(Var("lo"), Var("hi")), Assign("ok", Const(True)))
     # the locals line is not a state variable, and nothing else precedes the loop here
-    assert parse_py(_typed("ok = True"), "f").state == ()
+    bare = [ln for ln in TYPED if ln != "ok = True"]
+    bare[bare.index("    ok = False")], bare[-1] = "    break", "return out"
+    assert parse_py(_fn(*bare), "f").state == ()
 
 
 @pytest.mark.parametrize(("what", "lines", "line"), [
@@ -559,3 +561,71 @@ def test_t18_reports_the_line_outside_the_form() -> None:
     assert result.status == "counterexample"
     assert result.detail == f"the generated checker is not in the proved form: {want}"
     assert runtime_algorithms.read_algorithms(CHECKER) == ir.BY_NAME
+
+
+# --- names: every variable read is set where it is read -------------------------------------
+
+
+def _lines(old: str, *new: str) -> str:
+    """PLAIN with the line ``old`` replaced by the lines ``new``."""
+    i = PLAIN.index(old)
+    return _fn(*PLAIN[:i], *new, *PLAIN[i + 1:])
+
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    (_plain("n = a", "n = b"), "f: `b` is read before the loop but not set there"),
+    (_plain("n = a", "lo = a"), "f: `lo = ...` before the loop assigns a parameter or a name the form reserves"),
+    (_plain("n = a", "a = 1"), "f: `a = ...` before the loop assigns a parameter or a name the form reserves"),
+    (_plain("    n = hi", "    m = hi"), "f: `m = ...` in the loop assigns what is not a variable set before the loop"),
+    (_plain("    n = hi", "    a = hi"), "f: `a = ...` in the loop assigns what is not a variable set before the loop"),
+    (_plain("    n = hi", "    lo = hi"),
+     "f: `lo = ...` in the loop assigns what is not a variable set before the loop"),
+    (_plain("    n = hi", "    n = zz"), "f: `zz` is read in the loop but not set there"),
+    (_plain("    if lo > n:", "    if lo > zz:"), "f: `zz` is read in the loop but not set there"),
+    (_plain("        out.append((n, lo))", "        out.append((n, zz))"),
+     "f: `zz` is read in the loop but not set there"),
+    (_plain("        out.append((n, lo))", "        out.append((zz, lo))"),
+     "f: `zz` is read in the loop but not set there"),
+    (_plain("    if lo > n:", "    if not (lo > n or zz):"), "f: `zz` is read in the loop but not set there"),
+    (_lines("return out", "if lo > n:", "    out.append((n, n))", "return out"),
+     "f: `lo` is read after the loop but not set there"),
+    (_lines("return out", "if n > a:", "    n = zz", "return out"), "f: `zz` is read after the loop but not set there"),
+    (_lines("return out", "if n > a:", "    q = a", "return out"),
+     "f: `q = ...` after the loop assigns what is not a variable set before the loop"),
+    (_plain("return out", "return out if a else None"),
+     "f: the returned flag `a` is not a variable set before the loop"),
+    (_plain("n = a", "n = a", head="def f(lo, items):").replace("n = a", "n = lo"),
+     "f: the parameter `lo` takes a name the form reserves"),
+    (_plain("n = a", "n = a", head="def f(a, out):").replace("in items", "in out"),
+     "f: the parameter `out` takes a name the form reserves"),
+    (_typed("    ok = False", "    ok = lo"),
+     "f: `lo` is read for an item that is not a pair of integers but not set there"),
+    (_typed("    ok = False", "    zz = False"),
+     "f: `zz = ...` for an item that is not a pair of integers assigns what is not a variable set before the loop"),
+])
+def test_a_name_read_where_it_is_not_set_is_not_in_the_form(source: str, message: str) -> None:
+    """An edit that reads a variable nothing set there (or assigns a parameter, ``lo``/``hi``, or
+    a variable the form does not know) is rejected by name, not left to crash the proof."""
+    with pytest.raises(NotInForm) as info:
+        parse_py(source, "f")
+    assert str(info.value) == message
+
+
+def test_a_name_the_form_reads_where_it_is_set_is_accepted() -> None:
+    """A parameter and a state variable are read everywhere; ``lo``/``hi`` in the loop; the flag."""
+    text = _lines("return out", "if n > a:", "    n = a", "    out.append((a, n))", "return out")
+    got = parse_py(text, "f")
+    assert got.after == (If(Cmp(">", Var("n"), Var("a")), (Assign("n", Var("a")), Emit(Var("a"), Var("n")))),)
+    assert parse_py(_fn(*TYPED), "f").returns == ("out", "ok")
+
+
+def test_t18_reports_an_unset_name_as_not_in_the_form() -> None:
+    """The theorem on an edited checker whose _gaps reads a name it never sets: a counterexample
+    naming it, not a KeyError."""
+    from proofs import runtime_algorithms
+
+    bad = _edited("        if hi > cur:\n            cur = hi\n", "        if hi > cur:\n            cur = zz\n")
+    result = runtime_algorithms.runtime_algorithms_are_the_spec(source=bad)
+    assert result.status == "counterexample", result
+    assert "_gaps: `zz` is read in the loop but not set there" in result.detail, result.detail

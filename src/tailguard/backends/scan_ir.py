@@ -521,8 +521,74 @@ def parse_py(source: str, name: str) -> Func:
         returns = ("out", ret_node.test.id)
     else:
         raise NotInForm(f"line {ret_node.lineno}: the return must be `return out` or `return out if <flag> else None`")
-    return Func(name, doc, items=params[-1], ints=tuple(params[:-1]), state=assigns, body=loop_body, after=after,
-                returns=returns, untyped=untyped)
+    f = Func(name, doc, items=params[-1], ints=tuple(params[:-1]), state=assigns, body=loop_body, after=after,
+             returns=returns, untyped=untyped)
+    _check_names(f)
+    return f
+
+
+#: names the form gives a meaning of its own: no parameter or variable may take them
+_RESERVED = ("lo", "hi", "out", "item", "type_", "tuple_", "int_", "len_")
+
+
+def _reads(e: Expr) -> list[str]:
+    """The variables an expression reads."""
+    match e:
+        case Var(name=n):
+            return [n]
+        case Cmp(left=l, right=r):
+            return _reads(l) + _reads(r)
+        case Bool(operands=ops):
+            return [n for o in ops for n in _reads(o)]
+        case Not(operand=o):
+            return _reads(o)
+    return []
+
+
+def _check_names(f: Func) -> None:
+    """Every variable read is set where it is read, and only the variables set before the loop
+    are assigned later: a parameter, a variable set before the loop, and ``lo``/``hi`` in the
+    body of the loop (not in a typed loop's statements for another item)."""
+    def fail(why: str) -> NotInForm:
+        return NotInForm(f"{f.name}: {why}")
+
+    for p in f.params:
+        if p in _RESERVED:
+            raise fail(f"the parameter `{p}` takes a name the form reserves")
+    known = set(f.ints)
+    for a in f.state:
+        if a.var in _RESERVED or a.var in f.params:
+            raise fail(f"`{a.var} = ...` before the loop assigns a parameter or a name the form reserves")
+        unset = [n for n in _reads(a.value) if n not in known]
+        if unset:
+            raise fail(f"`{unset[0]}` is read before the loop but not set there")
+        known.add(a.var)
+    variables = {a.var for a in f.state}
+
+    def walk(stmts: tuple[Stmt, ...], scope: set[str], where: str) -> None:
+        for st in stmts:
+            match st:
+                case Assign(var=v, value=x):
+                    if v not in variables:
+                        raise fail(f"`{v} = ...` {where} assigns what is not a variable set before the loop")
+                    reads = _reads(x)
+                case If(cond=c, then=t, orelse=o):
+                    reads = _reads(c)
+                    walk(t, scope, where)
+                    walk(o, scope, where)
+                case Emit(lo=lo, hi=hi):
+                    reads = _reads(lo) + _reads(hi)
+                case _:
+                    reads = []
+            unset = [n for n in reads if n not in scope]
+            if unset:
+                raise fail(f"`{unset[0]}` is read {where} but not set there")
+
+    walk(f.body, known | {"lo", "hi"}, "in the loop")
+    walk(f.untyped, known, "for an item that is not a pair of integers")
+    walk(f.after, known, "after the loop")
+    if isinstance(f.returns, tuple) and f.returns[1] not in variables:
+        raise fail(f"the returned flag `{f.returns[1]}` is not a variable set before the loop")
 
 
 def _typed_loop(loop: pyast.For) -> tuple[tuple[Stmt, ...], tuple[Stmt, ...]]:

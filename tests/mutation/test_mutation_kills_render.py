@@ -230,6 +230,37 @@ holds = "all(r in C, TR, PC, SP: 0 <= r.lo <= r.hi <= I.hi)"
 message = "out of range: {witness}"
 
 [[profile]]
+id = "zoonested"
+doc = "A gate whose list bounds are split over three quantifiers, one inside a nested and."
+report = "all"
+wellformed = "g"
+
+[[profile.clause]]
+id = "g"
+meaning = "Every pair of every list inside [0, n), list by list."
+holds = "all(r in TR: 0 <= r.lo <= r.hi <= n) and (n >= 0 and all(r in PC: 0 <= r.lo <= r.hi <= n)) and all(r in SP: 0 <= r.lo <= r.hi <= n)"
+message = "out of range ({why})"
+
+[[profile.clause]]
+id = "something"
+meaning = "Something truncated, covered or spilled."
+holds = "not empty(union(TR) | union(PC) | union(SP))"
+message = "nothing recorded"
+
+[[profile]]
+id = "zoonogate"
+doc = "No gate: the definitions are rendered before any clause, by the first compiler."
+report = "all"
+wellformed = ""
+
+[[profile.clause]]
+id = "no_gap"
+meaning = "Every offset covered."
+holds = "n < 0 or [0, n) subset covered"
+message = "offsets {holes} uncovered"
+holes = "[0, n) \\\\ covered"
+
+[[profile]]
 id = "zoowhy"
 doc = "A why over a definition no placeholder names, in a profile of its own (zoo's witnesses name it)."
 report = "all"
@@ -297,7 +328,8 @@ def test_the_rendered_zoo_profiles_decide_as_the_z3_encoding(zoo: tuple[Spec, An
     spec, mod = zoo
     seen: set[tuple[str, str]] = set()
     for case in _cases(40):
-        for profile in ("zoo", "zoofirst", "zoowhy", "zoogate", "zoolists", "zoopartial", "zoofield"):
+        for profile in ("zoo", "zoofirst", "zoowhy", "zoogate", "zoolists", "zoopartial", "zoofield",
+                        "zoonested", "zoonogate"):
             got = mod.check_case(case, profile)
             want = z3_decide(spec, profile, mod.read_case(case))
             assert (got.decision, got.failed, _within(got.holes, case["history_end"])) == (
@@ -346,6 +378,24 @@ def test_a_union_inside_a_call_is_fused_with_the_gate(zoo: tuple[Spec, Any]) -> 
     body = text[text.index("def _check_zoolists("):text.index("def _explain_zoolists(")]
     assert "    u_PC = _merged_bounded(v_PC, 0, v_n)" in body, body
     assert "(u_PC is not None)" in body and "(not u_PC)" in body, body
+
+
+def test_every_list_bound_of_a_gate_is_found_and_fused(zoo: tuple[Spec, Any]) -> None:
+    """A gate that bounds the lists in three quantifiers, one inside a nested ``and``: each bound
+    list whose union a clause takes gets its one pass, and none is lost; a gate bounding lists no
+    clause unites (zoogate) fuses nothing."""
+    spec, _ = zoo
+    text = render_python(spec)
+
+    def body(profile: str) -> str:
+        return text[text.index(f"def _check_{profile}("):text.index(f"def _explain_{profile}(")]
+
+    nested = body("zoonested")
+    for src in ("TR", "PC", "SP"):
+        assert nested.count(f"    u_{src} = _merged_bounded(v_{src}, 0, v_n)") == 1, (src, nested)
+        assert f"(u_{src} is not None)" in nested, (src, nested)
+    assert "_merged_runs(u_TR + u_PC + u_SP)" in nested, nested
+    assert "_merged_bounded" not in body("zoogate"), body("zoogate")
 
 
 def test_the_rendered_zoo_tests_an_interval_for_emptiness_by_its_endpoints(zoo: tuple[Spec, Any]) -> None:

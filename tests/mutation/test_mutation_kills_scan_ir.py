@@ -587,6 +587,8 @@ def _lines(old: str, *new: str) -> str:
      "f: `zz` is read in the loop but not set there"),
     (_plain("        out.append((n, lo))", "        out.append((zz, lo))"),
      "f: `zz` is read in the loop but not set there"),
+    (_lines("    n = hi", "    if lo > n:", "        n = hi", "    else:", "        n = zz"),
+     "f: `zz` is read in the loop but not set there"),
     (_plain("    if lo > n:", "    if not (lo > n or zz):"), "f: `zz` is read in the loop but not set there"),
     (_lines("return out", "if lo > n:", "    out.append((n, n))", "return out"),
      "f: `lo` is read after the loop but not set there"),

@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             (IMG / f"{name}.png").write_bytes(loaded.png)
             cmd = "tailguard audit" if kind == "audit" else "tailguard check-config"
-            record[name] = {"html_sha256": digest(html), "from": f"{cmd} --profile {profile} --html {name}.html {source}"}
+            record[name] = {"html_sha256": digest(html),
+                            "from": f"{cmd} --profile {profile} --html {name}.html {source}"}
             print(f"docs/img/{name}.png ({len(loaded.png):,} bytes)")
     SIDECAR.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return 0

@@ -238,7 +238,8 @@ wellformed = "g"
 [[profile.clause]]
 id = "g"
 meaning = "Every pair of every list inside [0, n), list by list."
-holds = "all(r in TR: 0 <= r.lo <= r.hi <= n) and (n >= 0 and all(r in PC: 0 <= r.lo <= r.hi <= n)) and all(r in SP: 0 <= r.lo <= r.hi <= n)"
+holds = "all(r in TR: 0 <= r.lo <= r.hi <= n) and (n >= 0 and all(r in PC: 0 <= r.lo <= r.hi <= n)) \
+ and all(r in SP: 0 <= r.lo <= r.hi <= n)"
 message = "out of range ({why})"
 
 [[profile.clause]]

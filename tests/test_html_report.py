@@ -309,3 +309,19 @@ def test_screenshots_are_current() -> None:
     assert shots.stale() == [], "run: python tools/html_screenshots.py (needs Chromium)"
     recorded = json.loads(shots.SIDECAR.read_text(encoding="utf-8"))
     assert sorted(recorded) == sorted(name for name, *_ in shots.EXAMPLES)
+
+
+def test_the_peak_before_the_stages_counts_a_turn_in_its_unit() -> None:
+    """The dashed peak bar is the occupancy after the append, before the stages: a turn adds its
+    tokens, its messages (the trace's count, else the fewest a turn holds) and one turn."""
+    from tailguard.pipeline.policy import Policy, Truncate
+    from tailguard.report_html.policy_view import simulate
+
+    policy = Policy("p", 5, 5, 1, "turns", (Truncate("messages", 100), Truncate("turns", 100),
+                                            Truncate("tokens", 1000)), messages_per_turn=(3, 4))
+    steps = simulate(policy, [5, 5], "partitioned")
+    assert [s.peak for s in steps] == [{"messages": 3, "turns": 1, "tokens": 5},
+                                      {"messages": 6, "turns": 2, "tokens": 10}]
+    steps = simulate(policy, [5, 5], "partitioned", messages=[4, 3])
+    assert [s.peak["messages"] for s in steps] == [4, 7]
+    assert [s.after["messages"] for s in steps] == [4, 7]

@@ -77,12 +77,11 @@ def simulate(policy: Policy, trace: Sequence[int], profile: Profile, messages: S
     steps: list[Step] = []
     for number, size in enumerate(trace, start=1):
         before = {u: state.occupancy(policy, u) for u in units}
-        count = messages[number - 1] if messages else policy.messages_per_turn[0]  # as step() counts it
+        count = messages[number - 1] if messages else policy.messages_per_turn[0]  # step()'s default
         grown = {"tokens": size, "messages": count, "turns": 1}
         peak = {u: before[u] + grown[u] for u in units}
         events: list[Event] = []
-        found = step(policy, state, size, events, profile,
-                     messages[number - 1] if messages else None, number in failures)
+        found = step(policy, state, size, events, profile, count, number in failures)
         st = Step(number, size, peak, {u: state.occupancy(policy, u) for u in units})
         pending: tuple[int, int] | None = None
         for k, ev in enumerate(events):

@@ -2,7 +2,7 @@
 
 ``spec/`` is the one source of the vectors, their manifest and the JSON Schemas; the wheel
 carries a copy under ``tailguard/_spec/`` so that ``tailguard conform`` and ``verify-guard``
-work from an installed wheel with no checkout (``tailguard.resources`` finds them through
+work from an installed wheel with no checkout (``tailguard.tooling.resources`` finds them through
 ``importlib.resources``, else in the checkout). Everything else is in ``pyproject.toml``.
 """
 

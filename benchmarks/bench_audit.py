@@ -2,7 +2,7 @@
 
     /work/venv/bin/python benchmarks/bench_audit.py [--events N] [--quick]
 
-Writes a session log with the :class:`~tailguard.ledger.Ledger` (deterministic, seed 0):
+Writes a session log with the :class:`~tailguard.runtime.ledger.Ledger` (deterministic, seed 0):
 a long session where units are appended, the truncator evicts the oldest verbatim units
 (spilling them first, except one time in 200, so a few holes exist), and a compaction runs every ~40 events, with
 timestamps on every line as real logs have. Then times, best of 5 in one run, alternating:
@@ -26,7 +26,7 @@ import tempfile
 import time
 
 from tailguard.cli.main import main as cli_main
-from tailguard.ledger import Ledger
+from tailguard.runtime.ledger import Ledger
 
 
 def write_log(path: str, events: int, seed: int = 0) -> dict[str, int]:

@@ -30,7 +30,7 @@ import timeit
 from collections.abc import Callable
 
 from tailguard._generated.checker import PROFILES, check
-from tailguard.seed_transcribed import UnrecoverableCompactionError, assert_compaction_safe
+from tailguard.oracles.seed_transcribed import UnrecoverableCompactionError, assert_compaction_safe
 
 Pairs = list[tuple[int, int]]
 SIZES = (0, 1, 10, 100, 1_000, 10_000)

@@ -39,9 +39,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tailguard.fleet import engines
-from tailguard.fleet.record import Record
-from tailguard.fleet.sources import expand
+from tailguard.audit.fleet import engines
+from tailguard.audit.fleet.record import Record
+from tailguard.audit.fleet.sources import expand
 
 HEADER = {"event": "session", "unit": "turns", "floor_unit": "turns", "truncator_unit": "turns"}
 

@@ -44,8 +44,8 @@ import tempfile
 import time
 import timeit
 
-from tailguard.ledger import Ledger
-from tailguard.seed_transcribed import assert_compaction_safe
+from tailguard.oracles.seed_transcribed import assert_compaction_safe
+from tailguard.runtime.ledger import Ledger
 
 F = 12
 

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messag
 from langgraph.checkpoint.memory import InMemorySaver
 
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware, spill_reader_tool
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore
 
 

@@ -19,9 +19,9 @@ import io
 import sys
 import tempfile
 
-from tailguard.escalate import Outcome, Policy, maybe_auto_compact
-from tailguard.ledger import Ledger
-from tailguard.seed_api import UnrecoverableCompactionError, assert_compaction_safe
+from tailguard.runtime.escalate import Outcome, Policy, maybe_auto_compact
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError, assert_compaction_safe
 from tailguard.spill import FileSpillStore
 
 TURNS = [f'{{"turn": {i}, "role": "user", "text": "turn {i}"}}\n' for i in range(48)]

@@ -11,10 +11,10 @@ import z3
 from tailguard._generated.checker import PROFILES, Decision, check_case
 from tailguard.backends.z3_encode import Encoder, ZCase, case_from_model, reset_names
 from tailguard.backends.z3_eval import prove
-from tailguard.project import spec_path
 from tailguard.speclang import ast
 from tailguard.speclang.load import Profile, Spec, load_spec
-from tailguard.theorems import Result
+from tailguard.tooling.project import spec_path
+from tailguard.tooling.theorems import Result
 
 
 @lru_cache(maxsize=1)

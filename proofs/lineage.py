@@ -22,7 +22,7 @@ other event that does, ``evict_summary``, is outside T14 (the defaults' theorem 
 - **T14w** a session whose later compaction did not see the earlier summary: 1.0's rule
   allows every compaction, the lineage rule refuses the later one with a hole. Printed as the
   event log (SPEC.md 9 with the 1.1 keys) and the equivalent cases, replayed through the
-  generated checker and, the log itself, through the audit (``tailguard.ledger.replay``).
+  generated checker and, the log itself, through the audit (``tailguard.audit.replay.replay``).
 """
 
 from __future__ import annotations
@@ -36,12 +36,13 @@ from typing import Any
 import z3
 
 from proofs._common import replayed, setup
-from tailguard import eventlog, ledger
 from tailguard._generated.checker import Decision
+from tailguard.audit import replay as audit_replay
 from tailguard.backends.z3_encode import Encoder, FixedList, ZCase, case_from_model, fresh_int
 from tailguard.backends.z3_eval import find, prove
+from tailguard.runtime import eventlog
 from tailguard.speclang.load import Spec
-from tailguard.theorems import Result, theorem
+from tailguard.tooling.theorems import Result, theorem
 
 SetPred = Callable[[Any], Any]  # offset -> BoolRef
 IdPred = Callable[[Any], Any]  # summary ordinal -> BoolRef
@@ -394,10 +395,10 @@ def _offsets(pairs: list[list[int]]) -> set[int]:
 
 
 def _audit(events: list[dict[str, Any]], profile: str) -> list[Decision]:
-    """Replay the log through the runtime audit (``tailguard.ledger.replay``): its decisions."""
+    """Replay the log through the runtime audit (``tailguard.audit.replay.replay``): its decisions."""
     lines = [json.dumps(ev) for ev in events]
-    return [v.decision for v in ledger.replay(eventlog.iter_events(lines), profile=profile)
-            if isinstance(v, ledger.Verdict)]
+    return [v.decision for v in audit_replay.replay(eventlog.iter_events(lines), profile=profile)
+            if isinstance(v, audit_replay.Verdict)]
 
 
 @theorem(

@@ -20,7 +20,7 @@ import z3
 
 from tailguard.backends.z3_eval import check_sat
 from tailguard.pipeline.encode import floor_lost, spill_effect
-from tailguard.theorems import Result, theorem
+from tailguard.tooling.theorems import Result, theorem
 
 FloorCheck = Callable[[Any, Any, Any, str], Any]
 

@@ -27,7 +27,7 @@ from tailguard.backends.z3_encode import ArrayList, Encoder, FixedList, ZCase, c
 from tailguard.backends.z3_eval import find, prove
 from tailguard.speclang import ast
 from tailguard.speclang.load import Profile, Spec
-from tailguard.theorems import Result, theorem
+from tailguard.tooling.theorems import Result, theorem
 
 WITNESS_BOUND = 2  # intervals per list in witness searches and counterexamples: readable cases
 CONTRACT_PROFILES = ("strict", "partitioned")

@@ -10,7 +10,7 @@ from proofs._common import setup
 from tailguard.backends.z3_encode import Encoder, ZCase, case_from_model, symbolic_case
 from tailguard.backends.z3_eval import prove
 from tailguard.speclang.load import Spec
-from tailguard.theorems import Result, theorem
+from tailguard.tooling.theorems import Result, theorem
 
 
 @theorem(
@@ -48,7 +48,7 @@ def seed_floor_misses_tail(spec: Spec | None = None) -> Result:
 
 
 #: The seed's checks in the order its code raises them (seed/unrecoverable-tail-invariant.md,
-#: src/tailguard/seed_transcribed.py), each as the literal condition under which it raises.
+#: src/tailguard/oracles/seed_transcribed.py), each as the literal condition under which it raises.
 def _transcription(zc: ZCase) -> list[tuple[str, Any]]:
     fu, tu, a, t, f = zc["floor_unit"], zc["truncator_unit"], zc["I"][0], zc["t"], zc["F"]
     floor_start = t - f  # floor_start = tail_start - recovery_floor_span

@@ -11,7 +11,7 @@ from tailguard.backends.z3_encode import Encoder, ZCase, symbolic_case
 from tailguard.backends.z3_eval import prove
 from tailguard.speclang import ast
 from tailguard.speclang.load import Spec
-from tailguard.theorems import Result, theorem
+from tailguard.tooling.theorems import Result, theorem
 
 #: Intervals per list of the first, bounded pass of T1 (counterexamples and non-vacuity).
 COUNTEREXAMPLE_BOUND = 3

@@ -11,7 +11,7 @@ from tailguard._generated.checker import Decision
 from tailguard.backends.z3_encode import Encoder, case_from_model, symbolic_case
 from tailguard.backends.z3_eval import find, prove
 from tailguard.speclang.load import Spec
-from tailguard.theorems import Result, theorem
+from tailguard.tooling.theorems import Result, theorem
 
 WITNESS_BOUND = 2  # intervals per list in witness searches: small, readable cases
 

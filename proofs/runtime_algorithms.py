@@ -26,12 +26,11 @@ from typing import Any
 import z3
 
 from proofs._common import setup
-from tailguard.backends import scan_ir as ir
-from tailguard.backends import scan_z3 as sz
+from tailguard.backends import scan_ir as ir, scan_z3 as sz
 from tailguard.backends.z3_eval import check_sat, prove
-from tailguard.project import project_root
 from tailguard.speclang.load import Spec
-from tailguard.theorems import Result, theorem
+from tailguard.tooling.project import project_root
+from tailguard.tooling.theorems import Result, theorem
 
 Parts = Iterator[tuple[str, Result]]
 

@@ -17,7 +17,7 @@ from tailguard.backends.z3_encode import Encoder, case_from_model, symbolic_case
 from tailguard.backends.z3_eval import find, prove
 from tailguard.speclang import parse
 from tailguard.speclang.load import Spec
-from tailguard.theorems import Result, theorem
+from tailguard.tooling.theorems import Result, theorem
 
 #: Brief section 1, restated here on purpose: the spec must agree with it.
 BRIEF_UNITS = ("turns", "messages", "tokens")

@@ -1,7 +1,7 @@
 """A naive reference for summary lineage (brief section 4c, SPEC.md section 9.3).
 
 Written straight from the definitions, with Python sets of integer offsets and plain lists:
-no interval arithmetic, no merging tricks, nothing shared with :mod:`tailguard.ledger`.
+no interval arithmetic, no merging tricks, nothing shared with :mod:`tailguard.runtime.ledger`.
 
 - Every compaction ``k`` creates a summary ``S_k`` whose id is the one given, else ``k``
   (its 0-based ordinal among the session's compactions) as a decimal string. Ids are unique
@@ -16,7 +16,7 @@ no interval arithmetic, no merging tricks, nothing shared with :mod:`tailguard.l
 - Defaults: ``saw=None`` is every summary in the context, ``keeps`` is none.
 
 A compaction is decided twice, by the generated checker and by the per-offset reference
-(:mod:`tailguard.reference`), on that case; the two must agree. For ``partitioned`` the
+(:mod:`tailguard.oracles.reference`), on that case; the two must agree. For ``partitioned`` the
 reference's own ``reference_partitioned`` is used when it has one; else the profile is
 derived here as strict's reference result without ``floor_in_input`` (brief 4b: the same
 clauses, in the same order, minus that one).
@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-import tailguard.reference as _reference
+import tailguard.oracles.reference as _reference
 from tailguard._generated.checker import Decision, check_case
 
 Pair = tuple[int, int]
@@ -46,14 +46,14 @@ F_ = TypeVar("F_", bound=Callable[..., Any])
 # -- the new Ledger API is required ---------------------------------------------------------
 
 NOT_READY = (
-    "tailguard.ledger.Ledger has no summary-lineage API yet (spec 1.1, brief section 4c: "
+    "tailguard.runtime.ledger.Ledger has no summary-lineage API yet (spec 1.1, brief section 4c: "
     "evict_summary, summaries, next_summary_id, saw=/keeps=/summary= on decide, commit and "
     "equivalent_case). This test checks that API; it fails until the ledger has it."
 )
 
 
 def lineage_ready() -> bool:
-    from tailguard.ledger import Ledger
+    from tailguard.runtime.ledger import Ledger
 
     return hasattr(Ledger, "evict_summary")
 
@@ -116,7 +116,7 @@ def _reference_fields(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def reference_decision(case: dict[str, Any], profile: str) -> Decision:
-    """:mod:`tailguard.reference` on ``case``; ``partitioned`` derived from strict's."""
+    """:mod:`tailguard.oracles.reference` on ``case``; ``partitioned`` derived from strict's."""
     fields = _reference_fields(case)
     if profile == "partitioned":
         own = getattr(_reference, "reference_partitioned", None)

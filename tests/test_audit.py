@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tailguard.audit.replay import replay
 from tailguard.cli.main import main
-from tailguard.eventlog import iter_events
-from tailguard.ledger import Ledger, replay
+from tailguard.runtime.eventlog import iter_events
+from tailguard.runtime.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "examples" / "traces"

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from tailguard.audit_report import _Reported, still_open_sentence
-from tailguard.intervals import normalize
+from tailguard.audit.report import _Reported, still_open_sentence
+from tailguard.base.intervals import normalize
 from tests.test_audit import HEADER, audit, write
 
 TRUNC = '{{"event": "truncate", "range": [{}, {}]}}'

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tailguard.conform.vectors import load_vectors
 from tests.cli_helpers import run_cli

@@ -1,4 +1,4 @@
-"""CrossHair on the PEP 316 contracts of ``tailguard.contracts``.
+"""CrossHair on the PEP 316 contracts of ``tailguard.oracles.contracts``.
 
 * ``test_crosshair_check_finds_no_counterexample`` runs ``tools/crosshair_check.sh`` (the
   documented CI command) with a fixed budget: exit 1 (counterexample) or 2 (error) fails.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-import tailguard.contracts as contracts
+import tailguard.oracles.contracts as contracts
 
 pytest.importorskip("crosshair")
 
@@ -40,7 +40,7 @@ def _env(extra_path: Path | None = None) -> dict[str, str]:
 
 def test_contracts_module_is_stdlib_only() -> None:
     """Importing the contracts must not pull in crosshair or z3."""
-    code = ("import sys, tailguard.contracts; "
+    code = ("import sys, tailguard.oracles.contracts; "
             "bad = [m for m in ('crosshair', 'z3') if m in sys.modules]; "
             "sys.exit(1 if bad else 0)")
     subprocess.run([sys.executable, "-c", code], check=True, env=_env())
@@ -82,8 +82,8 @@ def test_crosshair_finds_injected_off_by_one(tmp_path: Path) -> None:
     assert _ORIGINAL in src
     module = tmp_path / "broken_contracts.py"
     module.write_text(
-        "from tailguard.contracts import *  # noqa: F403\n"
-        "from tailguard.contracts import Pairs, _meets, _wf  # noqa: F401\n"
+        "from tailguard.oracles.contracts import *  # noqa: F403\n"
+        "from tailguard.oracles.contracts import Pairs, _meets, _wf  # noqa: F401\n"
         "from tailguard._generated.checker import Decision  # noqa: F401\n\n"
         + src.replace(_ORIGINAL, _BROKEN)
     )
@@ -111,7 +111,7 @@ def test_ledger_contracts_hold_on_examples() -> None:
 def test_crosshair_on_the_ledger_contracts() -> None:
     """The ledger's contracts (endpoint form) under CrossHair, 1 CPU s per condition (about 19
     conditions: ~20 s); exit 1 (counterexample) or 2 (error) fails."""
-    targets = [f"tailguard.contracts.{name}" for name in LEDGER]
+    targets = [f"tailguard.oracles.contracts.{name}" for name in LEDGER]
     proc = subprocess.run([sys.executable, "-m", "crosshair", "check", "--per_condition_timeout=1", *targets],
                           capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=600)
     print(proc.stdout, proc.stderr)
@@ -126,8 +126,8 @@ def test_crosshair_finds_a_ledger_off_by_one(tmp_path: Path) -> None:
     assert original in src
     module = tmp_path / "broken_ledger_contracts.py"
     module.write_text(
-        "from tailguard.contracts import *  # noqa: F403\n"
-        "from tailguard.contracts import Pairs, _meets, _wf, ledger_flat  # noqa: F401\n"
+        "from tailguard.oracles.contracts import *  # noqa: F403\n"
+        "from tailguard.oracles.contracts import Pairs, _meets, _wf, ledger_flat  # noqa: F401\n"
         "from tailguard._generated.checker import Decision  # noqa: F401\n\n"
         + src.replace(original, 'return ledger_flat("strict", n, t, a, b, c, d, F + (F >= 3),'))
     proc = subprocess.run(

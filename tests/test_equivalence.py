@@ -2,7 +2,7 @@
 
 * the generated runtime checker (``tailguard._generated.checker``),
 * the z3 encoding of the spec evaluated on the concrete case (``z3_decide``),
-* the naive per-offset reference (``tailguard.reference``),
+* the naive per-offset reference (``tailguard.oracles.reference``),
 * for profile ``seed``, the seed's code transcribed verbatim (allow iff it does not raise;
   the clause is recovered from which check raised, by message prefix).
 
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 from tailguard._generated.checker import Decision, check, read_case
-from tailguard.reference import reference
-from tailguard.seed_transcribed import UnrecoverableCompactionError, assert_compaction_safe
+from tailguard.oracles.reference import reference
+from tailguard.oracles.seed_transcribed import UnrecoverableCompactionError, assert_compaction_safe
 from tests.strategies import any_cases, well_formed_cases
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,8 +122,8 @@ def _assert_z3_agree(spec: Any, case: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def spec() -> Any:
     pytest.importorskip("z3")
-    from tailguard.project import spec_path
     from tailguard.speclang.load import load_spec
+    from tailguard.tooling.project import spec_path
 
     return load_spec(spec_path())
 

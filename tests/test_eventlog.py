@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from tailguard.eventlog import (
+from tailguard.runtime.eventlog import (
     Append,
     Compact,
     EventLogError,

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from tailguard import jsonstrict
 from tailguard._generated import checker
 from tailguard._generated.checker import CaseError, check, check_case, explain
+from tailguard.base import jsonstrict
 from tailguard.cli import main as cli_main
-from tailguard.eventlog import EventLogError, iter_events, torn_reason
+from tailguard.runtime.eventlog import EventLogError, iter_events, torn_reason
 from tailguard.spill import FileSpillStore
 from tests.cli_helpers import run_cli
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_fleet import write_fleet
+from tailguard.audit.fleet import engines, output, record, sources, summary
+from tailguard.audit.fleet.record import Record
+from tailguard.audit.fleet.sources import Item, expand
 from tailguard.cli.main import main
-from tailguard.fleet import engines, output, record, sources, summary
-from tailguard.fleet.record import Record
-from tailguard.fleet.sources import Item, expand
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "examples" / "traces"

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from benchmarks.bench_fleet import write_fleet
+from tailguard.audit.fleet import engines, output, record
+from tailguard.audit.fleet.record import Record
+from tailguard.audit.fleet.sources import Item, expand
 from tailguard.cli.main import main
-from tailguard.fleet import engines, output, record
-from tailguard.fleet.record import Record
-from tailguard.fleet.sources import Item, expand
 
 SESSIONS = 36
 

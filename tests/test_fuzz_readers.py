@@ -17,13 +17,12 @@ import os
 import tempfile
 from typing import Any
 
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from tailguard._generated.checker import FIELDS, check, explain
-from tailguard.case import InputError, case_from_bytes
-from tailguard.eventlog import EventLogError, iter_events
 from tailguard.pipeline.policy import PolicyError, load_policy, parse_policy
+from tailguard.runtime.case import InputError, case_from_bytes
+from tailguard.runtime.eventlog import EventLogError, iter_events
 from tailguard.spill._files import decode_record
 
 EXAMPLES = int(os.environ.get("TAILGUARD_FUZZ_EXAMPLES", "60"))

@@ -38,7 +38,7 @@ def test_checker_imports_only_the_standard_library() -> None:
 
 
 def test_import_tailguard_loads_no_solver() -> None:
-    code = ("import sys, tailguard, tailguard._generated.checker, tailguard.case; "
+    code = ("import sys, tailguard, tailguard._generated.checker, tailguard.runtime.case; "
             "bad = [m for m in ('z3', 'crosshair', 'hypothesis') if m in sys.modules]; "
             "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

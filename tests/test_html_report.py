@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tailguard.report_html import session_report
+from tailguard.audit.html import session_report
 from tests.cli_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -314,8 +314,8 @@ def test_screenshots_are_current() -> None:
 def test_the_peak_before_the_stages_counts_a_turn_in_its_unit() -> None:
     """The dashed peak bar is the occupancy after the append, before the stages: a turn adds its
     tokens, its messages (the trace's count, else the fewest a turn holds) and one turn."""
+    from tailguard.audit.html.policy_view import simulate
     from tailguard.pipeline.policy import Policy, Truncate
-    from tailguard.report_html.policy_view import simulate
 
     policy = Policy("p", 5, 5, 1, "turns", (Truncate("messages", 100), Truncate("turns", 100),
                                             Truncate("tokens", 1000)), messages_per_turn=(3, 4))

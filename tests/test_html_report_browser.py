@@ -1,5 +1,5 @@
 """The HTML reports in a real browser: headless Chromium (Debian's package) over the
-DevTools protocol (:mod:`tailguard.report_html.browser`).
+DevTools protocol (:mod:`tailguard.audit.html.browser`).
 
 Each example report is loaded from disk; the test reads the rendered page: every hole of the
 audit's JSON is a drawn mark (non-zero box) with a visible label naming its range, clause and
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tailguard.report_html.browser import Browser, find_chromium
+from tailguard.audit.html.browser import Browser, find_chromium
 from tests.cli_helpers import run_cli
 from tests.test_html_report import big_log
 

@@ -8,17 +8,16 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-import tailguard.eventlog
-import tailguard.interval_index
-import tailguard.ledger
-import tailguard.seed_api
+import tailguard.runtime.eventlog
+import tailguard.runtime.interval_index
+import tailguard.runtime.ledger
+import tailguard.runtime.seed_api
 from tailguard._generated.checker import check_case
-from tailguard.interval_index import IntervalUnion, Staircase
-from tailguard.ledger import Ledger
-from tailguard.seed_api import (
+from tailguard.runtime.interval_index import IntervalUnion, Staircase
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import (
     UnrecoverableCompactionError,
     assert_compaction_safe,
     assert_recoverable,
@@ -29,7 +28,8 @@ INCIDENT = {"summary_input": (8, 48), "summary_covers": (8, 36), "tail_start": 3
 
 @pytest.mark.parametrize(
     "module",
-    [tailguard.interval_index, tailguard.ledger, tailguard.seed_api, tailguard.eventlog],
+    [tailguard.runtime.interval_index, tailguard.runtime.ledger, tailguard.runtime.seed_api,
+     tailguard.runtime.eventlog],
 )
 def test_doctests(module: object) -> None:
     result = doctest.testmod(module)  # type: ignore[arg-type]
@@ -328,8 +328,8 @@ def test_runtime_modules_import_no_solver() -> None:
     import sys
 
     code = (
-        "import sys, tailguard.ledger, tailguard.seed_api, tailguard.eventlog, "
-        "tailguard.interval_index, tailguard.cli.audit; "
+        "import sys, tailguard.runtime.ledger, tailguard.runtime.seed_api, tailguard.runtime.eventlog, "
+        "tailguard.runtime.interval_index, tailguard.cli.audit; "
         "bad = [m for m in ('z3', 'crosshair', 'hypothesis') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tailguard.cli.main import main
-from tailguard.eventlog import EventLogError
-from tailguard.ledger import Ledger, TornLineWarning
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.eventlog import EventLogError
+from tailguard.runtime.ledger import Ledger, TornLineWarning
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 
 
 def _session(path: Path) -> None:

@@ -11,12 +11,11 @@ from bisect import bisect_left, bisect_right
 from itertools import pairwise
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-import tailguard.interval_index as ix
-from tailguard.interval_index import IntervalUnion, Staircase
-from tailguard.ledger_core import TruncationOrigins
+import tailguard.runtime.interval_index as ix
+from tailguard.runtime.interval_index import IntervalUnion, Staircase
+from tailguard.runtime.ledger_core import TruncationOrigins
 
 
 @pytest.fixture(autouse=True)

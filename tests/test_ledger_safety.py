@@ -31,8 +31,9 @@ from typing import Any
 
 import pytest
 
+from tailguard.audit.replay import Verdict, replay
 from tailguard.cli.main import main
-from tailguard.eventlog import (
+from tailguard.runtime.eventlog import (
     Append,
     Compact,
     Event,
@@ -42,8 +43,8 @@ from tailguard.eventlog import (
     Truncate,
     iter_events,
 )
-from tailguard.ledger import Ledger, LogFailedError, Verdict, replay
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.ledger import Ledger, LogFailedError
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPE: dict[str, Any] = {"summary_input": (8, 48), "summary_covers": (8, 36), "tail_start": 36}
@@ -152,7 +153,7 @@ def test_efbig_from_a_real_file_size_limit_leaves_a_log_that_rebuilds_to_the_led
     path = tmp_path / "log.jsonl"
     child = textwrap.dedent(f"""
         import json, resource, signal, sys
-        from tailguard.ledger import Ledger, LogFailedError
+        from tailguard.runtime.ledger import Ledger, LogFailedError
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (1500, 1500))
         led = Ledger(recovery_floor_span=2, unit="turns", log=open({str(path)!r}, "w"))
@@ -320,8 +321,8 @@ def test_one_ledger_shared_by_threads_logs_in_the_order_its_state_changed() -> N
 
 _WRITER = """
 import json, os, sys
-from tailguard.ledger import Ledger
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 led = Ledger(recovery_floor_span=2, unit="turns", log=open(sys.argv[1], "w"), durable=True)
 report = os.fdopen(1, "w", buffering=1)
 report.write("1 session\\n")
@@ -495,7 +496,8 @@ def test_from_log_with_flush_false_writes_held_lines_when_the_ledger_is_collecte
 
 def test_the_ledger_log_and_the_spill_store_import_only_the_standard_library() -> None:
     code = (
-        "import sys, tailguard.ledger, tailguard.ledger_log, tailguard.interval_index, tailguard.spill; "
+        "import sys, tailguard.runtime.ledger, tailguard.runtime.ledger_log, tailguard.runtime.interval_index, "
+        "tailguard.spill; "
         "top = {m.split('.')[0] for m in sys.modules}; "
         "ok = {'tailguard', '__main__', '_distutils_hack'}; "  # the last: setuptools' .pth hook
         "bad = sorted(m for m in top if m not in sys.stdlib_module_names and m not in ok); "

@@ -32,8 +32,7 @@ import tempfile
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
@@ -44,10 +43,11 @@ from hypothesis.stateful import (
 )
 
 from tailguard._generated.checker import Decision, check_case
+from tailguard.audit.replay import replay
 from tailguard.cli.main import main
-from tailguard.eventlog import iter_events
-from tailguard.ledger import Ledger, replay
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.eventlog import iter_events
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tests.lineage_oracle import (
     PROFILES,
     LineageOracle,

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tailguard._generated.checker import check_case
+from tailguard.audit.replay import replay
 from tailguard.cli.main import main
-from tailguard.eventlog import iter_events
-from tailguard.ledger import Ledger, replay
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.eventlog import iter_events
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tests.lineage_oracle import (
     PROFILES,
     LineageOracle,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import tailguard
-from tailguard import resources
 from tailguard.conform.vectors import load_vectors
+from tailguard.tooling import resources
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())

@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tailguard.pipeline.explorer import explore
 from tailguard.pipeline.model import PROFILES, Profile, replay

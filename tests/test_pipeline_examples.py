@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tailguard.eventlog import iter_events
-from tailguard.ledger import Verdict
-from tailguard.ledger import replay as audit
+from tailguard.audit.replay import Verdict, replay as audit
 from tailguard.pipeline.model import PROFILES, Profile, replay
 from tailguard.pipeline.policy import load_policy
 from tailguard.pipeline.solver import decide
 from tailguard.pipeline.trace import render_jsonl, session_events
+from tailguard.runtime.eventlog import iter_events
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples" / "policies").glob("*.toml"))
 

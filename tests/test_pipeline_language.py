@@ -9,14 +9,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tailguard.eventlog import iter_events
-from tailguard.ledger import Verdict
-from tailguard.ledger import replay as audit
+from tailguard.audit.replay import Verdict, replay as audit
 from tailguard.pipeline.explorer import explore
 from tailguard.pipeline.model import SUMMARY_DROPPED, UNSEEN, State, replay, step
 from tailguard.pipeline.policy import Compact, Policy, Spill, Truncate
 from tailguard.pipeline.solver import decide
 from tailguard.pipeline.trace import render_jsonl, session_log
+from tailguard.runtime.eventlog import iter_events
 from tests.test_pipeline_agreement import policies
 
 # compact at 4 tokens keeping 1 turn; the summarizer shown 3 tokens (the earlier summary,

@@ -31,8 +31,7 @@ import sys
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tailguard.pipeline.policy import Policy, Spill, Truncate, parse_policy
 from tailguard.pipeline.solver import decide

@@ -7,7 +7,7 @@ from typing import Any
 import z3
 
 from proofs import pipeline
-from tailguard.theorems import REGISTRY
+from tailguard.tooling.theorems import REGISTRY
 
 
 def _off_by_one(kt: Any, total: Any, floor: Any, unit: str) -> Any:

@@ -5,7 +5,7 @@ Hypothesis draws small 1.0 policies (truncate and compact stages in turns or tok
 windows, pinned turns, base tokens, ``input_limit``, and ``input = "candidates" | "all"``)
 and concrete sessions (sequences of turn sizes). Each session runs through the model
 (:mod:`tailguard.pipeline.model`); its event log (:func:`tailguard.pipeline.trace.session_log`)
-is replayed by the runtime ledger (:func:`tailguard.ledger.replay`) under the same profile,
+is replayed by the runtime ledger (:func:`tailguard.audit.replay.replay`) under the same profile,
 and, as a second oracle, each compaction's equivalent case (SPEC.md 9.3) is decided by the
 generated checker. Both directions of 6b are checked, and more: at every compaction the
 failed clauses and the holes are exactly what the model's findings so far predict
@@ -31,19 +31,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from tailguard._generated.checker import check_case
-from tailguard.eventlog import Compact as CompactLine
-from tailguard.eventlog import Session, Spill, iter_events
-from tailguard.eventlog import Truncate as TruncateLine
-from tailguard.ledger import Verdict, replay
+from tailguard.audit.replay import Verdict, replay
 from tailguard.pipeline.model import FLOOR_INPUT, PROFILES, SUMMARY_DROPPED, Profile, State, step
-from tailguard.pipeline.policy import Compact, Policy, Stage, Truncate, load_policy
-from tailguard.pipeline.policy import Spill as SpillStage
+from tailguard.pipeline.policy import Compact, Policy, Spill as SpillStage, Stage, Truncate, load_policy
 from tailguard.pipeline.solver import decide
 from tailguard.pipeline.trace import SessionLog, render_jsonl, session_log
+from tailguard.runtime.eventlog import Compact as CompactLine, Session, Spill, Truncate as TruncateLine, iter_events
 from tests.cli_helpers import run_cli
 
 Pair = tuple[int, int]

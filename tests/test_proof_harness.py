@@ -21,7 +21,7 @@ import proofs._common
 from proofs import profiles_compared
 from tailguard._generated.checker import Decision
 from tailguard.backends import cvc5_check, z3_eval
-from tailguard.theorems import REGISTRY, Outcome, Result, Theorem, theorem
+from tailguard.tooling.theorems import REGISTRY, Outcome, Result, Theorem, theorem
 from tests.cli_helpers import run_cli
 
 

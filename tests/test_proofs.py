@@ -11,7 +11,7 @@ import pytest
 
 from tailguard.backends.z3_encode import ZCase
 from tailguard.speclang.load import Spec, load_spec
-from tailguard.theorems import REGISTRY, Result
+from tailguard.tooling.theorems import REGISTRY, Result
 from tests.cli_helpers import run_cli
 
 pytest.importorskip("z3")

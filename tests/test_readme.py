@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tailguard.cli.prove import load_theorems
-from tailguard.theorems import REGISTRY
+from tailguard.tooling.theorems import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
 

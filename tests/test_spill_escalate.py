@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tailguard.escalate import Outcome, Policy, maybe_auto_compact
-from tailguard.ledger import Ledger
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.escalate import Outcome, Policy, maybe_auto_compact
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore, MemorySpillStore, SpillStore, SpillWriteError, make_handle
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -287,8 +287,8 @@ UNREPAIRABLE_CASES: dict[str, tuple[dict[str, str], dict[str, object], tuple[int
 
 
 def _strict_clauses() -> list[str]:
-    from tailguard.project import spec_path
     from tailguard.speclang.load import load_spec
+    from tailguard.tooling.project import spec_path
 
     return [c.id for c in load_spec(spec_path()).profile("strict").clauses]
 

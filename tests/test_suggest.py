@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tailguard.pipeline.model import State, step
 from tailguard.pipeline.policy import Compact, Policy, Truncate, load_policy, parse_policy

@@ -13,7 +13,7 @@ from tailguard._generated.checker import CLAUSES, FIELDS, CaseError, check, chec
 from tailguard.conform import adapter
 from tailguard.conform.harness import names_field
 from tailguard.conform.vectors import Vector, VectorError, load_vectors
-from tailguard.reference import reference
+from tailguard.oracles.reference import reference
 
 ROOT = Path(__file__).resolve().parents[1]
 VSET = load_vectors(ROOT / "spec" / "vectors")

@@ -7,7 +7,7 @@ import pytest
 from tailguard.conform.guard import Adapter, GuardError, load_guard
 from tests.cli_helpers import run_cli
 
-SEED = "tailguard.seed_transcribed:assert_compaction_safe"
+SEED = "tailguard.oracles.seed_transcribed:assert_compaction_safe"
 FAST = ("--examples", "100", "--no-crosshair")
 
 
@@ -50,7 +50,7 @@ def test_correct_guard_agrees_and_off_by_one_is_found() -> None:
     assert code == 1 and "spec fails seam_contiguous" in out
 
 
-@pytest.mark.parametrize("bad", ["no_colon", "no.such.module:f", "tailguard.seed_transcribed:nope"])
+@pytest.mark.parametrize("bad", ["no_colon", "no.such.module:f", "tailguard.oracles.seed_transcribed:nope"])
 def test_unloadable_guard_exits_2(bad: str) -> None:
     code, _, err = run_cli("verify-guard", bad, *FAST)
     assert code == 2 and err.startswith("tailguard verify-guard:")

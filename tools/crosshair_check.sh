@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run CrossHair on the PEP 316 contracts of src/tailguard/contracts.py with a fixed budget.
+# Run CrossHair on the PEP 316 contracts of src/tailguard/oracles/contracts.py with a fixed budget.
 #
 #   tools/crosshair_check.sh                      # CI budget: 3 CPU s per condition
 #   CROSSHAIR_TIMEOUT=20 tools/crosshair_check.sh # a deeper (slow) run
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 TIMEOUT="${CROSSHAIR_TIMEOUT:-3}"
 export PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
-M=tailguard.contracts
+M=tailguard.oracles.contracts
 CHECKER=("$M.checker_strict_gate" "$M.checker_strict_clauses" "$M.checker_strict_holes" "$M.checker_partitioned_clauses" "$M.checker_seed")
 REFERENCE=("$M.reference_strict_gate" "$M.reference_strict_clauses" "$M.reference_strict_holes" "$M.reference_seed_decision")
 # the ledger core's decision in endpoint form (no theorem covers it: docs/verification.md)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # crosshair diffbehavior between the generated checker and the naive reference, both
-# profiles, through the uncontracted flat wrappers of src/tailguard/contracts.py.
+# profiles, through the uncontracted flat wrappers of src/tailguard/oracles/contracts.py.
 #
 #   tools/crosshair_diff.sh                        # 20 CPU s per comparison
 #   CROSSHAIR_TIMEOUT=120 tools/crosshair_diff.sh  # deeper
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 TIMEOUT="${CROSSHAIR_TIMEOUT:-20}"
 export PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
-M=tailguard.contracts
+M=tailguard.oracles.contracts
 
 status=0
 for profile in strict seed; do

@@ -9,7 +9,7 @@ sha256 of the HTML page it was rendered from. ``--check`` (and the test
 ``tests/test_html_report.py::test_screenshots_are_current``) renders every page afresh and
 compares: a change to the report that is not followed by new screenshots fails. The
 screenshots are taken by the same driver and probe as the browser test
-(:mod:`tailguard.report_html.browser`).
+(:mod:`tailguard.audit.html.browser`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ MAX_HEIGHT = 1500  # screenshots are cropped to the top of the page: the picture
 
 def render(kind: str, source: str, profile: str) -> str:
     """The page ``tailguard audit --html`` / ``check-config --html`` writes, run from the root."""
-    from tailguard.report_html import policy_report, session_report
+    from tailguard.audit.html import policy_report, session_report
 
     if kind == "audit":
         with open(ROOT / source, "rb") as f:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if bad else 0
     import tempfile
 
-    from tailguard.report_html.browser import Browser, find_chromium
+    from tailguard.audit.html.browser import Browser, find_chromium
 
     binary = find_chromium()
     if binary is None:

@@ -8,7 +8,7 @@
 #   tools/mutation.sh --subset FILE   only_mutate and the test selection from FILE (like ci.toml)
 #   tools/mutation.sh --keep   any of these, keeping the scratch copy (its path is printed)
 #   tools/mutation.sh --subset FILE --only PATTERN   only the mutants whose names match PATTERN
-#                              (fnmatch, repeatable: `tailguard.ledger.*`, `*x__render_profile__*`),
+#                              (fnmatch, repeatable: `tailguard.runtime.ledger.*`, `*x__render_profile__*`),
 #                              to re-run the functions a change touched; the gate then judges those
 #
 # mutmut 3 runs in a scratch copy of the checkout (tracked and untracked, not ignored, files), so

@@ -25,9 +25,10 @@ from langchain_core.messages import HumanMessage
 
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
 from tailguard.adapters.langmem import GuardedSummarizer
-from tailguard.eventlog import iter_events
-from tailguard.ledger import Ledger, replay
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.audit.replay import replay
+from tailguard.runtime.eventlog import iter_events
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tests.adapters.fakes import audit_json, conversation, recording_model
 
 

@@ -38,8 +38,8 @@ from tailguard.adapters.langchain import (
     messages_from_spill,
     spill_reader_tool,
 )
-from tailguard.ledger import Ledger
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore, MemorySpillStore
 from tests.adapters.fakes import (
     RecordingChatModel,

@@ -21,7 +21,7 @@ from langmem.short_term import summarize_messages
 
 from tailguard.adapters._spill_tool import read_spill
 from tailguard.adapters.langmem import GuardedSummarizationNode, GuardedSummarizer
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore
 from tests.adapters.fakes import audit_json, conversation, prompt_text, recording_model, shown_offsets
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import io
 import json
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
-from tailguard.ledger import Ledger
+from tailguard.runtime.ledger import Ledger
 
 
 def runs(points: set[int]) -> list[tuple[int, int]]:

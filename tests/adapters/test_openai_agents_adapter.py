@@ -25,7 +25,7 @@ from openai import AsyncOpenAI
 
 from tailguard.adapters._spill_tool import read_spill
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import MemorySpillStore
 from tests.adapters.fakes import audit_json
 

@@ -9,7 +9,7 @@ exits 0 even when mutants survive, so this is the gate (``tools/mutation.sh`` ca
 - the equivalent lists are ``tests/mutation/equivalent*.toml`` (one file per module group, so
   work on different modules never edits the same file); ``--equivalent FILE`` (repeatable)
   reads only the files given;
-- an entry is keyed by the function (``tailguard.escalate.Outcome.commit``) and the mutation
+- an entry is keyed by the function (``tailguard.runtime.escalate.Outcome.commit``) and the mutation
   (the source line before and after, whitespace-trimmed), never by line number or by mutmut's
   mutant number, so it survives edits elsewhere in the file;
 - an entry that matches no survivor of a module that was run is reported as stale (a test now
@@ -41,7 +41,7 @@ class Key:
 
 
 def function_of(mutant: str) -> str:
-    """``tailguard.escalate.xǁOutcomeǁcommit__mutmut_5`` -> ``tailguard.escalate.Outcome.commit``."""
+    """``tailguard.runtime.escalate.xǁOutcomeǁcommit__mutmut_5`` -> ``tailguard.runtime.escalate.Outcome.commit``."""
     base = re.sub(r"__mutmut_\d+$", "", mutant)
     module, _, func = base.rpartition(".")
     if func.startswith("xǁ"):

@@ -13,8 +13,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import gate  # noqa: E402
 
-DIFF = """--- src/tailguard/escalate.py
-+++ src/tailguard/escalate.py
+DIFF = """--- src/tailguard/runtime/escalate.py
++++ src/tailguard/runtime/escalate.py
 @@ -8,6 +8,6 @@
      commit, self._commit = self._commit, None
 -    decision = commit(summary)
@@ -24,9 +24,10 @@ DIFF = """--- src/tailguard/escalate.py
 
 
 def test_mutant_names_map_to_functions() -> None:
-    assert gate.function_of("tailguard.escalate.xǁOutcomeǁcommit__mutmut_5") == "tailguard.escalate.Outcome.commit"
-    assert gate.function_of("tailguard.escalate.x_maybe_auto_compact__mutmut_13") == \
-        "tailguard.escalate.maybe_auto_compact"
+    assert gate.function_of("tailguard.runtime.escalate.xǁOutcomeǁcommit__mutmut_5") == \
+        "tailguard.runtime.escalate.Outcome.commit"
+    assert gate.function_of("tailguard.runtime.escalate.x_maybe_auto_compact__mutmut_13") == \
+        "tailguard.runtime.escalate.maybe_auto_compact"
     assert gate.function_of("proofs._common.x_subset_implies__mutmut_60") == "proofs._common.subset_implies"
 
 
@@ -73,8 +74,8 @@ def test_the_gate_fails_on_an_unlisted_survivor(tmp_path: Path) -> None:
     fake = tmp_path / "mutmut"
     fake.write_text("#!/bin/sh\n"
                     "if [ \"$1\" = results ]; then\n"
-                    "  echo '    tailguard.escalate.xǁOutcomeǁcommit__mutmut_5: survived'\n"
-                    "  echo '    tailguard.escalate.xǁOutcomeǁcommit__mutmut_6: killed'\n"
+                    "  echo '    tailguard.runtime.escalate.xǁOutcomeǁcommit__mutmut_5: survived'\n"
+                    "  echo '    tailguard.runtime.escalate.xǁOutcomeǁcommit__mutmut_6: killed'\n"
                     "else\n"
                     f"  cat <<'EOF'\n{DIFF}EOF\n"
                     "fi\n")
@@ -83,7 +84,7 @@ def test_the_gate_fails_on_an_unlisted_survivor(tmp_path: Path) -> None:
     empty = tmp_path / "empty.toml"
     empty.write_text("")
     listed = tmp_path / "listed.toml"
-    listed.write_text('[[mutant]]\nfunction = "tailguard.escalate.Outcome.commit"\n'
+    listed.write_text('[[mutant]]\nfunction = "tailguard.runtime.escalate.Outcome.commit"\n'
                       'original = "decision = commit(summary)"\nmutated = "decision = commit(None)"\n'
                       'reason = "for this test only: pretend it is equivalent"\n')
 

@@ -1,4 +1,4 @@
-"""Tests written to kill surviving mutants of ``tailguard.audit_report`` (tools/mutation.sh).
+"""Tests written to kill surviving mutants of ``tailguard.audit.report`` (tools/mutation.sh).
 
 They pin the exact pieces ``_Reported.split`` returns (no empty or repeated piece, which the
 per-offset oracle of tests/test_audit_report.py cannot see), the bounded sentence's counts and
@@ -11,10 +11,10 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from tailguard.audit_report import TextReport, _Reported, still_open_sentence
+from tailguard.audit.replay import Verdict, replay
+from tailguard.audit.report import TextReport, _Reported, still_open_sentence
 from tailguard.cli.main import main
-from tailguard.eventlog import iter_events
-from tailguard.ledger import Verdict, replay
+from tailguard.runtime.eventlog import iter_events
 
 HEADER = ('{"event": "session", "unit": "turns", "recovery_floor_span": 2, '
           '"floor_unit": "turns", "truncator_unit": "turns"}')

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from tailguard._generated.checker import check
-from tailguard.reference import reference
+from tailguard.oracles.reference import reference
 from tests.strategies import any_cases, well_formed_cases
 
 PROFILES = ("seed", "strict", "partitioned")

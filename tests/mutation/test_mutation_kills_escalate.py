@@ -1,4 +1,4 @@
-"""Tests written to kill surviving mutants of ``tailguard.escalate`` (tools/mutation.sh).
+"""Tests written to kill surviving mutants of ``tailguard.runtime.escalate`` (tools/mutation.sh).
 
 Each pins a behaviour the older tests did not: the lineage (``saw``, ``keeps``) reaches the
 decision, the explanation and the commit; the summary id of a two-phase commit; the ``ready``
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from tailguard.escalate import maybe_auto_compact
-from tailguard.ledger import Ledger
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.escalate import maybe_auto_compact
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import MemorySpillStore
 
 

@@ -1,4 +1,4 @@
-"""Tests written to kill surviving mutants of ``tailguard.eventlog`` (tools/mutation.sh).
+"""Tests written to kill surviving mutants of ``tailguard.runtime.eventlog`` (tools/mutation.sh).
 
 ``parse_event`` (the one-line reader adapters and tools call) was reached by no test; the rest pin
 the writer's exact lines and flushes, the reader's exact messages (field, line, the value shown),
@@ -10,8 +10,9 @@ import io
 
 import pytest
 
-from tailguard import eventlog, jsonstrict
-from tailguard.eventlog import (
+from tailguard.base import jsonstrict
+from tailguard.runtime import eventlog
+from tailguard.runtime.eventlog import (
     Append,
     Compact,
     EventLogError,

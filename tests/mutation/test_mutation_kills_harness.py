@@ -1,4 +1,4 @@
-"""Tests written to kill surviving mutants of the proof harness (``tailguard.theorems``,
+"""Tests written to kill surviving mutants of the proof harness (``tailguard.tooling.theorems``,
 ``tailguard.cli.prove``): what a registration records, and the budget argument's checks."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tailguard import theorems
 from tailguard.cli.prove import _positive
-from tailguard.theorems import REGISTRY, theorem
+from tailguard.tooling import theorems
+from tailguard.tooling.theorems import REGISTRY, theorem
 
 
 def test_a_registration_records_every_field() -> None:
@@ -395,7 +395,7 @@ def test_load_theorems_puts_the_project_first_on_the_path_once(monkeypatch: pyte
     import sys
 
     from tailguard.cli.prove import load_theorems
-    from tailguard.project import project_root
+    from tailguard.tooling.project import project_root
 
     root = str(project_root())
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != root])
@@ -409,7 +409,7 @@ def test_load_theorems_imports_every_public_proof_module(monkeypatch: pytest.Mon
     import importlib
 
     from tailguard.cli.prove import load_theorems
-    from tailguard.project import project_root
+    from tailguard.tooling.project import project_root
 
     real = importlib.import_module
     imported: list[str] = []

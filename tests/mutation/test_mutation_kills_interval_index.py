@@ -1,4 +1,4 @@
-"""Tests written to kill surviving mutants of ``tailguard.interval_index`` (tools/mutation.sh
+"""Tests written to kill surviving mutants of ``tailguard.runtime.interval_index`` (tools/mutation.sh
 --subset): empty ranges and ranges that touch, iteration across blocks, the empty union, and the
 invariant check the other tests rely on (each invariant broken on purpose must be caught)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tailguard.interval_index import LOAD, IntervalUnion
+from tailguard.runtime.interval_index import LOAD, IntervalUnion
 
 
 def test_an_empty_range_adds_nothing_and_reports_no_gap() -> None:
@@ -99,7 +99,7 @@ def test_iteration_refuses_starts_and_ends_out_of_step(where: str) -> None:
 
 
 def test_plain_runs_keep_no_tags_unless_asked() -> None:
-    from tailguard.interval_index import Runs
+    from tailguard.runtime.interval_index import Runs
     plain, tagged = Runs(), Runs(tags=True)
     for r in (plain, tagged):
         r._insert((0, 0), 1, 2, "t")

@@ -1,4 +1,4 @@
-"""Tests written to kill surviving mutants of ``tailguard.ledger`` (tools/mutation.sh --subset
+"""Tests written to kill surviving mutants of ``tailguard.runtime.ledger`` (tools/mutation.sh --subset
 tests/mutation/ledger.toml): the argument errors of each call name the argument, what
 ``evict_summary`` and ``log_refusal`` write and record, which lines the audit names for a hole
 (``Verdict.truncated_at``), and that ``explain`` judges the lineage it is given."""
@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from tailguard._generated.checker import Decision
-from tailguard.eventlog import EventLogError, iter_events
-from tailguard.ledger import Ledger, TornLineWarning, Verdict, _hole_truncation_lines, replay
-from tailguard.ledger_core import LedgerCore
-from tailguard.ledger_explain import explain
+from tailguard.audit.replay import Verdict, _hole_truncation_lines, replay
+from tailguard.runtime.eventlog import EventLogError, iter_events
+from tailguard.runtime.ledger import Ledger, TornLineWarning
+from tailguard.runtime.ledger_core import LedgerCore
+from tailguard.runtime.ledger_explain import explain
 
 SHAPE: dict[str, Any] = {"summary_input": (6, 10), "summary_covers": (6, 8), "tail_start": 8}
 
@@ -320,7 +321,7 @@ def test_from_log_into_a_stream_of_ones_own_flushes_as_asked(flush: bool | None)
 
 def test_from_log_closes_the_file_it_opened_when_the_sink_cannot_be_made(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tailguard.ledger as ledger_module
+    import tailguard.runtime.ledger as ledger_module
     path = _log_file(tmp_path)
     opened: list[int] = []
     real_open = os.open
@@ -535,7 +536,7 @@ def test_replay_keeps_only_the_state_its_profile_and_explain_need(
         profile: str, explain: bool, state: tuple[bool, bool], monkeypatch: pytest.MonkeyPatch) -> None:
     """The docstring's memory bound: the seed's raw truncations only for the seed profile, the
     lines of each truncation only with ``explain``."""
-    import tailguard.ledger as ledger_module
+    import tailguard.audit.replay as replay_module
     built: list[LedgerCore] = []
 
     class Spy(LedgerCore):
@@ -545,7 +546,7 @@ def test_replay_keeps_only_the_state_its_profile_and_explain_need(
             super().__init__(*args, **kw)
             built.append(self)
 
-    monkeypatch.setattr(ledger_module, "LedgerCore", Spy)
+    monkeypatch.setattr(replay_module, "LedgerCore", Spy)
     list(replay(_events('{"event": "append", "count": 4}', '{"event": "truncate", "range": [0, 1]}'),
                 profile=profile, explain=explain))
     (core,) = built

@@ -1,4 +1,4 @@
-"""Tests written to kill surviving mutants of ``tailguard.ledger`` (tools/mutation.sh --subset
+"""Tests written to kill surviving mutants of ``tailguard.runtime.ledger`` (tools/mutation.sh --subset
 tests/mutation/ledger.toml): every argument error of ``Ledger`` names its argument and says why;
 the hot path of ``decide`` lets through only what the slow path would; the lineage a caller
 gives reaches the decision, the refusal's sentences and the log; a spill takes a log line."""
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tailguard.ledger import Ledger
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.ledger import Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 
 SHAPE: dict[str, Any] = {"summary_input": (6, 10), "summary_covers": (6, 8), "tail_start": 8}
 

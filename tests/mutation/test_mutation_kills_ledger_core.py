@@ -1,4 +1,4 @@
-"""Tests written to kill surviving mutants of ``tailguard.ledger_core`` (tools/mutation.sh
+"""Tests written to kill surviving mutants of ``tailguard.runtime.ledger_core`` (tools/mutation.sh
 --subset tests/mutation/ledger.toml): the well_formed diagnostics of recorded ranges, the
 messages for ids that left the context, the seed's witness, the exact truncation lines a hole
 is owed to, and the state rebuilt after an eviction."""
@@ -10,9 +10,9 @@ import tracemalloc
 import pytest
 
 from tailguard._generated.checker import Decision
-from tailguard.ledger_core import LedgerCore, TruncationOrigins
-from tailguard.ledger_explain import explain
-from tailguard.report_html.session_data import collect
+from tailguard.audit.html.session_data import collect
+from tailguard.runtime.ledger_core import LedgerCore, TruncationOrigins
+from tailguard.runtime.ledger_explain import explain
 
 
 def _core(**kw: bool) -> LedgerCore:

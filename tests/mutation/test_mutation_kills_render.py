@@ -515,8 +515,8 @@ message = "g"
 
 def test_the_vector_search_primitives_run() -> None:
     from tailguard.backends.vector_search import Predicates
-    from tailguard.project import spec_path
     from tailguard.speclang.parse import parse
+    from tailguard.tooling.project import spec_path
 
     p = Predicates(load_spec(spec_path()))
     case = {"history_end": 6, "tail_start": 2, "summary_input": [1, 5], "summary_covers": [2, 3],

@@ -29,8 +29,7 @@ from deepagents.middleware.summarization import (
     SUMMARIZATION_SESSION_ID_KEY,
     SummarizationMiddleware,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 

@@ -27,8 +27,7 @@ from tests.presets.harness import (
 if not REQUIRE:
     pytest.importorskip("langchain", reason="install the frameworks extra (CI does)")
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from langchain.agents.middleware.summarization import SummarizationMiddleware
 from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES

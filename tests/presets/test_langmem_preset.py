@@ -29,8 +29,7 @@ from tests.presets.harness import (
 if not REQUIRE:
     pytest.importorskip("langmem", reason="install the frameworks extra (CI does)")
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage
 from langmem.short_term import summarize_messages
 

@@ -42,8 +42,7 @@ import httpx
 from agents import SQLiteSession, set_tracing_disabled
 from agents.memory import OpenAIResponsesCompactionSession
 from agents.memory.session_settings import SessionSettings
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from openai import AsyncOpenAI
 
 set_tracing_disabled(True)

@@ -1,7 +1,7 @@
 """Framework adapters: the guard inside LangChain, the OpenAI Agents SDK and langmem.
 
 One module per framework, each a thin translation of that framework's compaction into ledger
-calls (:class:`tailguard.ledger.Ledger`, profile ``partitioned``):
+calls (:class:`tailguard.runtime.ledger.Ledger`, profile ``partitioned``):
 
 - :mod:`tailguard.adapters.langchain`: ``GuardedSummarizationMiddleware`` and
   ``spill_reader_tool`` (``pip install 'tailguard[langchain]'``);

@@ -1,13 +1,13 @@
 """The decision every adapter makes, and its three outcomes.
 
-:class:`CompactionGuard` owns a session's :class:`~tailguard.ledger.Ledger` (profile
+:class:`CompactionGuard` owns a session's :class:`~tailguard.runtime.ledger.Ledger` (profile
 ``partitioned`` by default), its event log and its spill store, and an
 :class:`~tailguard.adapters._offsets.OffsetTracker`. For each compaction the adapter builds a
 :class:`~tailguard.adapters._offsets.Plan` and calls :meth:`CompactionGuard.resolve`
 **before anything is deleted**; the ledger decides (the rule lives there, nothing is restated
 here). When it refuses, the refusal is logged and ``on_refuse`` says what happens:
 
-- ``"halt"``: raise :class:`~tailguard.seed_api.UnrecoverableCompactionError` with the failed
+- ``"halt"``: raise :class:`~tailguard.runtime.seed_api.UnrecoverableCompactionError` with the failed
   clauses and the holes; the framework's state is untouched.
 - ``"defer"``: skip this compaction (the context grows); the refusal is in the log.
 - ``"spill"``: write what the compaction deletes to the store, re-read it, record the spill,
@@ -30,13 +30,13 @@ from typing import Literal, TextIO
 
 from tailguard._generated.checker import Decision
 from tailguard.adapters._offsets import AdapterError, OffsetTracker, Plan
-from tailguard.ledger import PROFILES, Ledger
-from tailguard.seed_api import UnrecoverableCompactionError
+from tailguard.base.vocab import Pair
+from tailguard.runtime.ledger import PROFILES, Ledger
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore, SpillStore
 
 __all__ = ["ON_REFUSE", "CompactionGuard", "OnRefuse", "Resolution"]
 
-Pair = tuple[int, int]
 OnRefuse = Literal["halt", "spill", "defer"]
 ON_REFUSE: tuple[str, ...] = ("halt", "spill", "defer")
 StoreArg = SpillStore | str | os.PathLike[str] | None

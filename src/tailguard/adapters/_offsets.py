@@ -21,15 +21,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from tailguard.ledger import Ledger
+from tailguard.base.errors import AdapterError as AdapterError
+from tailguard.base.vocab import Pair
+from tailguard.runtime.ledger import Ledger
 
 __all__ = ["AdapterError", "Entry", "OffsetTracker", "Plan"]
-
-Pair = tuple[int, int]
-
-
-class AdapterError(ValueError):
-    """The framework's context cannot be mapped to offsets; nothing was recorded."""
 
 
 class Entry(NamedTuple):

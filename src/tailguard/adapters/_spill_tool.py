@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tailguard.base.vocab import Pair
 from tailguard.spill import SpillStore
 
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ Item = TypeVar("Item")
 
 FORMAT = "tailguard-adapter-spill"
 VERSION = 1
-
-Pair = tuple[int, int]
 
 
 def encode_run(framework: str, unit: str, run: Pair, tracker: OffsetTracker, held: Mapping[str, Item],

@@ -57,11 +57,11 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from tailguard.adapters._guard import CompactionGuard, Resolution
 from tailguard.adapters._offsets import AdapterError, Entry, Plan
 from tailguard.adapters._spill_tool import encode_run, read_spill
+from tailguard.base.vocab import Pair
 from tailguard.spill import SpillError, SpillStore
 
 __all__ = ["GuardedSummarizationMiddleware", "messages_from_spill", "spill_reader_tool"]
 
-Pair = tuple[int, int]
 SUMMARY_ID_PREFIX = "tailguard-summary-"
 _trimmed: contextvars.ContextVar[list[list[AnyMessage]] | None] = contextvars.ContextVar(
     "tailguard_langchain_trimmed", default=None)

@@ -36,11 +36,11 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from tailguard.adapters._guard import CompactionGuard
 from tailguard.adapters._offsets import AdapterError, Entry, Plan
 from tailguard.adapters._spill_tool import encode_run
+from tailguard.base.vocab import Pair
 from tailguard.spill import SpillStore
 
 __all__ = ["GuardedSummarizationNode", "GuardedSummarizer"]
 
-Pair = tuple[int, int]
 SUMMARY_KEY = "langmem-summary:"
 
 

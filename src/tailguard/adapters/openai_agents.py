@@ -53,11 +53,11 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from tailguard.adapters._guard import CompactionGuard
 from tailguard.adapters._offsets import AdapterError, Entry, Plan
 from tailguard.adapters._spill_tool import encode_spill
+from tailguard.base.vocab import Pair
 from tailguard.spill import SpillStore
 
 __all__ = ["GuardedResponsesCompactionSession"]
 
-Pair = tuple[int, int]
 _ALL = 2_147_483_647
 
 

@@ -31,19 +31,16 @@ import z3
 from tailguard.backends import scan_ir
 from tailguard.backends.z3_encode import Encoder, ZCase, ZList, fresh_int, symbolic_case
 from tailguard.backends.z3_eval import prove
+from tailguard.base.errors import NotProvable as NotProvable
 from tailguard.speclang import ast
 from tailguard.speclang.load import Profile, Spec
-from tailguard.theorems import Result
+from tailguard.tooling.theorems import Result
 
 Parts = list[tuple[str, Result]]
 Pred = Callable[[Any], Any]
 
 #: helpers whose text must be the renderer's, character for character (after parsing)
 WRAPPERS = ("_merged", "_merged_runs", "_merged_bounded", "_gaps_from", "_meets", "_bounded")
-
-
-class NotProvable(ValueError):
-    """Code of a shape the translation does not know (an edited or foreign checker)."""
 
 
 @dataclass(frozen=True)

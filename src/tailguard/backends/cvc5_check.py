@@ -26,6 +26,8 @@ from typing import Any
 
 import z3
 
+from tailguard.base.errors import Cvc5Missing as Cvc5Missing
+
 #: cvc5 resource units per strategy and query; reproducible, unlike a time limit. The
 #: slowest query of the theorems (T12, enumerative instantiation) needs about a tenth of it.
 DEFAULT_CVC5_RLIMIT = 200_000_000
@@ -42,10 +44,6 @@ STRATEGIES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 # A simple symbol of SMT-LIB is letters, digits and ~!@$%^&*_-+=<>.?/ ; z3 prints names such as
 # I'.lo (the proofs' "changed case" prefix) bare, which cvc5 rightly rejects: quote them.
 _NEEDS_QUOTES = re.compile(r"(?<![|\w.'])([A-Za-z_][\w.]*'[\w.']*)")
-
-
-class Cvc5Missing(RuntimeError):
-    """cvc5 is not installed (``pip install cvc5``, in the ``prove`` and ``dev`` extras)."""
 
 
 @dataclass(frozen=True)

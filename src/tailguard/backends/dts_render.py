@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from tailguard.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_INTERVALS
+from tailguard.base.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang.load import Spec
 
 GENERATOR = "tailguard.backends.dts_render"

@@ -17,7 +17,7 @@ import json
 
 from tailguard.backends import scan_ir
 from tailguard.backends.python_render import NoRule, _bounds_of, _holes_are_the_difference
-from tailguard.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_INTERVALS
+from tailguard.base.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
 from tailguard.speclang.deps import names, needed_defines

@@ -2,13 +2,13 @@
 
 ``render_python(spec) -> str`` is pure and deterministic; only ``tailguard gen``
 writes files. Expressions compile to calls on the interval primitives of
-:mod:`tailguard.intervals`, whose source is inlined, so the output can be vendored.
+:mod:`tailguard.base.intervals`, whose source is inlined, so the output can be vendored.
 """
 
 from __future__ import annotations
 
 from tailguard.backends import scan_ir
-from tailguard.jsonstrict import MAX_INT_DIGITS, MAX_INTERVALS
+from tailguard.base.jsonstrict import MAX_INT_DIGITS, MAX_INTERVALS
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
 from tailguard.speclang.deps import names, needed_defines

@@ -11,7 +11,7 @@ proved). :data:`FUNCS` holds the algorithms; :data:`SORTS` the one helper that i
 (``sorted``, from the standard library) and how it is used.
 
 Sets at run time are *normal lists*: pairs ``(lo, hi)``, each non-empty, sorted, disjoint and
-non-adjacent (the normal form of :mod:`tailguard.intervals`).
+non-adjacent (the normal form of :mod:`tailguard.base.intervals`).
 
 Imports nothing outside the standard library and the project (no z3).
 """

@@ -3,7 +3,7 @@
 Both groups are built from the spec's input declarations (``[[input]]`` of spec/clauses.toml:
 each field's type says which mutations make it unreadable) and answered by the checker
 rendered from the same spec, read the way every tailguard JSON reader reads
-(:mod:`tailguard.jsonstrict`, then the checker's case reader). Each case is carried as its exact
+(:mod:`tailguard.base.jsonstrict`, then the checker's case reader). Each case is carried as its exact
 JSON text (``case_text``): a float ``60.0``, a repeated key or an integer beyond 2^53 is a
 property of the text that most JSON parsers lose.
 
@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tailguard import jsonstrict
+from tailguard.base import jsonstrict
 from tailguard.speclang.load import Spec
 
 Vector = dict[str, Any]

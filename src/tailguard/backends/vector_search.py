@@ -31,8 +31,7 @@ from tailguard.backends.python_render import (
     render_python,
 )
 from tailguard.speclang import ast
-from tailguard.speclang.deps import input_symbols as depends
-from tailguard.speclang.deps import needed_defines
+from tailguard.speclang.deps import input_symbols as depends, needed_defines
 from tailguard.speclang.load import Profile, Spec, load_spec
 from tailguard.speclang.pretty import pretty
 

@@ -72,8 +72,8 @@ def _inputs_key(spec: Spec, root: Path) -> str:
     here = Path(__file__).resolve().parent
     for name in ("vector_search.py", "vector_inputs.py", "vectors.py", "python_render.py", "z3_encode.py"):
         h.update((here / name).read_bytes())
-    h.update((here.parent / "intervals.py").read_bytes())
-    h.update((here.parent / "jsonstrict.py").read_bytes())
+    h.update((here.parent / "base" / "intervals.py").read_bytes())
+    h.update((here.parent / "base" / "jsonstrict.py").read_bytes())
     for path in sorted((examples_root(root) / "examples" / "cases").glob("*.json")):
         h.update(path.name.encode() + path.read_bytes())
     with contextlib.suppress(PackageNotFoundError):

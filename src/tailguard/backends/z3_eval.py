@@ -14,7 +14,7 @@ import z3
 from tailguard._generated.checker import Decision
 from tailguard.backends.z3_encode import Encoder, concrete_case
 from tailguard.speclang.load import Spec
-from tailguard.theorems import DEFAULT_RLIMIT, Result, Status, charge
+from tailguard.tooling.theorems import DEFAULT_RLIMIT, Result, Status, charge
 
 Solvers = Literal["z3", "cvc5", "both"]
 SOLVERS: tuple[Solvers, ...] = ("z3", "cvc5", "both")

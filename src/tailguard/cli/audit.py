@@ -4,7 +4,7 @@ Replays an event log (``spec/SPEC.md, section 9``) and judges every compaction a
 state at that moment. Exit 0 when every compaction is allowed, 1 when any is refused, 2 for
 unusable input (``FILE:LINE: field: reason`` on stderr, never a traceback).
 
-The text report is :class:`tailguard.audit_report.TextReport` (each hole explained once).
+The text report is :class:`tailguard.audit.report.TextReport` (each hole explained once).
 Streams: memory is the ledger's interval sets (plus, for text, which line truncated
 what and the holes already reported); results are spooled to a temporary file so that an input error found late never
 leaves half a report on stdout. A progress line is drawn on stderr when it is a terminal.
@@ -23,12 +23,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, Protocol, TextIO
 
-from tailguard.audit_report import TextReport
-from tailguard.case import display_name
+from tailguard.audit.replay import Verdict, replay
+from tailguard.audit.report import TextReport
 from tailguard.cli import audit_fleet
 from tailguard.cli.profile_option import add_profile_option, profile_problem
-from tailguard.eventlog import EventLogError, Refusal, Session, bounded_lines, iter_events
-from tailguard.ledger import Verdict, replay
+from tailguard.runtime.case import display_name
+from tailguard.runtime.eventlog import EventLogError, Refusal, Session, bounded_lines, iter_events
 
 PROG = "tailguard audit"
 _SPOOL_BYTES = 8 << 20
@@ -176,7 +176,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         spool.seek(0)
         shutil.copyfileobj(spool, stdout)
     if args.html:
-        from tailguard.report_html import audit_html
+        from tailguard.audit.html import audit_html
 
         problem = audit_html(args.html, args.trace, args.profile)
         if problem is not None:

@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether these arguments ask for fleet mode (see the module docstring)."""
-    from tailguard.fleet.sources import has_glob, is_url
+    from tailguard.audit.fleet.sources import has_glob, is_url
 
     if any(getattr(args, name, None) is not None for name in FLEET_OPTIONS) or getattr(args, "more", None):
         return True
@@ -77,7 +77,7 @@ class _Progress:
 
 
 def _missing(what: str, exc: ModuleNotFoundError, stderr: TextIO) -> int:
-    from tailguard.fleet import EXTRA
+    from tailguard.audit.fleet import EXTRA
 
     name = (exc.name or "").split(".")[0]
     extra = "parquet" if name == "pyarrow" else EXTRA
@@ -87,8 +87,8 @@ def _missing(what: str, exc: ModuleNotFoundError, stderr: TextIO) -> int:
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from tailguard.fleet import engines, output, summary
-    from tailguard.fleet.sources import SourceError, expand, is_url
+    from tailguard.audit.fleet import engines, output, summary
+    from tailguard.audit.fleet.sources import SourceError, expand, is_url
 
     def usage(message: str) -> int:
         print(f"{PROG}: {message}", file=stderr)

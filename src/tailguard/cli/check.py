@@ -10,8 +10,8 @@ import json
 from typing import TextIO
 
 from tailguard._generated.checker import check, explain
-from tailguard.case import InputError, display_name, load_case_file
 from tailguard.cli.profile_option import add_profile_option, profile_problem
+from tailguard.runtime.case import InputError, display_name, load_case_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 print(f"tailguard check-config: {args.emit_trace}: {exc.strerror}", file=stderr)
                 return 2
     if args.html:
-        from tailguard.report_html import policy_report, write_html
+        from tailguard.audit.html import policy_report, write_html
 
         problem = write_html(args.html, policy_report(list(entries), args.profile, budget.rlimit))
         if problem is not None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from tailguard.project import ProjectNotFound, project_root, spec_path
 from tailguard.speclang.load import SpecError, load_spec
+from tailguard.tooling.project import ProjectNotFound, project_root, spec_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

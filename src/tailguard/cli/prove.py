@@ -4,7 +4,7 @@ run the theorems about the spec.
 Exit 0 only when every theorem has its expected outcome (proved, or a witness found and
 replayed); a counterexample, a missing witness, a replay mismatch, a disagreement between
 the solvers or unknown exits 1. Exit 2: bad usage, the spec or the solver missing.
-The theorems live in the top-level ``proofs/`` package (see ``tailguard.project``).
+The theorems live in the top-level ``proofs/`` package (see ``tailguard.tooling.project``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pkgutil
 import sys
 from typing import TextIO
 
-from tailguard.theorems import DEFAULT_RLIMIT
+from tailguard.tooling.theorems import DEFAULT_RLIMIT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,7 @@ def _positive(text: str) -> int:
 
 def load_theorems() -> None:
     """Import every proof module so that its theorems register."""
-    from tailguard.project import project_root
+    from tailguard.tooling.project import project_root
 
     root = str(project_root())
     if root not in sys.path:
@@ -68,14 +68,14 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
               "(or pip install cvc5)", file=stderr)
         return 2
 
-    from tailguard.project import ProjectNotFound
     from tailguard.speclang.load import SpecError
+    from tailguard.tooling.project import ProjectNotFound
     try:
         load_theorems()
     except (ProjectNotFound, SpecError) as exc:
         print(f"tailguard prove: {exc}", file=stderr)
         return 2
-    from tailguard.theorems import REGISTRY
+    from tailguard.tooling.theorems import REGISTRY
 
     selected = list(REGISTRY.values())
     if args.only:

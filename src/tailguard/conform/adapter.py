@@ -3,7 +3,7 @@
 ``python -m tailguard.conform.adapter`` reads one request per line,
 ``{"profile": ..., "case": {...}}``, and answers each with one line from the generated
 checker, ``{"decision": ..., "failed": [...], "holes": [...]}``; a case it cannot read gets
-``{"error": "<field>: <reason>"}``: the request is read strictly (:mod:`tailguard.jsonstrict`: a
+``{"error": "<field>: <reason>"}``: the request is read strictly (:mod:`tailguard.base.jsonstrict`: a
 repeated key, ``NaN``, an over-long integer or too deep a nesting is unusable, never decided), so
 that ``60.0`` stays a float and is refused as one. It is what ``tailguard conform`` expects of any
 implementation, in a dozen lines: ``tailguard conform -- python -m tailguard.conform.adapter``.
@@ -15,8 +15,8 @@ import json
 import sys
 from typing import TextIO
 
-from tailguard import jsonstrict
 from tailguard._generated.checker import CaseError, check_case
+from tailguard.base import jsonstrict
 
 
 def answer(line: str) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tailguard._generated.checker import FIELDS, check
+from tailguard.base.errors import GuardError as GuardError
 
 INTERVAL_FIELDS = ("summary_input", "summary_covers")
 LIST_FIELDS = ("prior_truncations", "prior_coverage", "spills")
@@ -44,14 +45,12 @@ _ANNOTATION = {"history_end": "int", "tail_start": "int", "recovery_floor_span":
                "prior_coverage": "list[tuple[int, int]]", "spills": "list[tuple[int, int]]"}
 
 
-class GuardError(Exception):
-    """The guard cannot be loaded or called with case fields."""
-
-
 def load_guard(spec: str) -> Callable[..., Any]:
     """``MODULE:FUNCTION`` -> the function (the current directory is importable)."""
     if ":" not in spec:
-        raise GuardError(f"{spec!r}: expected MODULE:FUNCTION, e.g. tailguard.seed_transcribed:assert_compaction_safe")
+        raise GuardError(
+            f"{spec!r}: expected MODULE:FUNCTION, e.g. tailguard.oracles.seed_transcribed:assert_compaction_safe"
+        )
     mod_name, _, fn_name = spec.partition(":")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -193,12 +192,10 @@ def phase_vectors(fn: Callable[..., Any], adapter: Adapter, profile: str, vector
 
 def phase_hypothesis(fn: Callable[..., Any], adapter: Adapter, profile: str, examples: int,
                      verdict: Verdict) -> None:
-    from hypothesis import HealthCheck, settings
-    from hypothesis import find as hfind
-    from hypothesis import strategies as st
+    from hypothesis import HealthCheck, find as hfind, settings, strategies as st
     from hypothesis.errors import NoSuchExample
 
-    from tailguard.reference import reference
+    from tailguard.oracles.reference import reference
 
     small = st.integers(-1, 14)
     pair = st.tuples(small, small).map(lambda p: [min(p), max(p)]) | st.tuples(small, small).map(list)

@@ -138,7 +138,7 @@ def random_case(rng: random.Random) -> dict[str, Any]:
 def random_checks(count: int, seed: int, profiles: Sequence[str]) -> Iterator[Check]:
     """``count`` random cases (fixed by ``seed``), expected from the naive per-offset reference."""
     from tailguard._generated.checker import check
-    from tailguard.reference import reference
+    from tailguard.oracles.reference import reference
 
     rng = random.Random(seed)
     for k in range(count):

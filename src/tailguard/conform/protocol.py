@@ -12,8 +12,8 @@ its stdout: a decision,
 or, for a case it cannot read (unusable input, SPEC.md section 3.1; the ``inputs`` vectors),
 the error answer ``{"error": "<field>: <reason>"}``. Anything else on stdout, an exit, or no answer within the
 per-case timeout means the implementation is not speaking the protocol: the run stops. An
-answer is read strictly (:mod:`tailguard.jsonstrict`): a line that is not UTF-8, longer than
-:data:`~tailguard.jsonstrict.MAX_ANSWER_BYTES`, nested too deep, with a huge integer or a
+answer is read strictly (:mod:`tailguard.base.jsonstrict`): a line that is not UTF-8, longer than
+:data:`~tailguard.base.jsonstrict.MAX_ANSWER_BYTES`, nested too deep, with a huge integer or a
 repeated key is garbage, reported as such (never as a hang).
 """
 
@@ -26,18 +26,11 @@ import threading
 from collections.abc import Sequence
 from typing import IO, Any
 
-from tailguard import jsonstrict
-from tailguard.jsonstrict import MAX_ANSWER_BYTES
+from tailguard.base import jsonstrict
+from tailguard.base.errors import ProtocolFailure as ProtocolFailure
+from tailguard.base.jsonstrict import MAX_ANSWER_BYTES
 
 Response = dict[str, Any]
-
-
-class ProtocolFailure(Exception):
-    """The implementation crashed, hung, or answered with something that is not a response."""
-
-    def __init__(self, kind: str, detail: str) -> None:
-        self.kind, self.detail = kind, detail  # kind: crash | hang | garbage
-        super().__init__(f"{kind}: {detail}")
 
 
 def request_line(profile: str, case_text: str) -> str:

@@ -8,13 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tailguard import jsonstrict
+from tailguard.base import jsonstrict
+from tailguard.base.errors import VectorError as VectorError
 
 FORMAT = "tailguard-vectors/2"
-
-
-class VectorError(ValueError):
-    """The vector directory is missing, altered or of an unknown format."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +86,8 @@ class VectorSet:
 
 
 def default_directory() -> Path:
-    """The installed kit's vectors, else the checkout's ``spec/vectors`` (:mod:`tailguard.resources`)."""
-    from tailguard.resources import KitNotFound, vectors_dir
+    """The installed kit's vectors, else the checkout's ``spec/vectors`` (:mod:`tailguard.tooling.resources`)."""
+    from tailguard.tooling.resources import KitNotFound, vectors_dir
 
     try:
         return vectors_dir()

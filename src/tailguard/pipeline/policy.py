@@ -13,24 +13,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tailguard.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_POLICY_BYTES
+from tailguard.base.errors import PolicyError as PolicyError
+from tailguard.base.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_POLICY_BYTES
+from tailguard.base.vocab import UNITS
+from tailguard.pipeline.presets import expand
 
 Unit = Literal["turns", "tokens", "messages"]
-UNITS: tuple[str, ...] = ("turns", "tokens", "messages")
 Input = Literal["candidates", "all"]
 INPUTS: tuple[str, ...] = ("candidates", "all")
 Placement = Literal["separate", "message"]
 PLACEMENTS: tuple[str, ...] = ("separate", "message")
 OnFailure = Literal["halt", "proceed"]
 ON_FAILURE: tuple[str, ...] = ("halt", "proceed")
-
-
-class PolicyError(ValueError):
-    """An unusable policy file; rendered ``FILE:LINE: key: reason``."""
-
-    def __init__(self, file: str, line: int, key: str, reason: str) -> None:
-        super().__init__(f"{file}:{line}: {key}: {reason}")
-        self.file, self.line, self.key, self.reason = file, line, key, reason
 
 
 @dataclass(frozen=True)
@@ -306,8 +300,6 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
         raise PolicyError(file, 1, "toml", f"nested too deeply (the limit is {MAX_DEPTH})") from None
     _check_limits(r, data, "", 1)
     if "framework" in data:  # brief 6c: a framework preset writes the stages (pipeline/presets/)
-        from tailguard.pipeline.presets import expand
-
         data = expand(data, file, lines, text)
     r.unknown(data, _TOP, "")
     r.window = r.integer(data, "window", "window", 0)

@@ -46,12 +46,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tailguard.base.vocab import Pair
 from tailguard.pipeline.model import DEFAULT_PROFILE, Event, Finding, Profile, Session, State, step
 from tailguard.pipeline.policy import Compact, Policy
 
 MAX_EXTENSION = 1_000
-
-Pair = tuple[int, int]
 
 
 @dataclass(frozen=True)

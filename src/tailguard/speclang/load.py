@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tailguard.base.errors import SpecError as SpecError
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
 from tailguard.speclang.parse import SpecSyntaxError, parse
@@ -20,10 +21,6 @@ from tailguard.speclang.typecheck import SpecTypeError, infer
 INPUT_TYPES = ("int", "interval", "intervals", "unit")
 SPECIAL_PLACEHOLDERS = ("witness", "holes", "why")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
-
-
-class SpecError(ValueError):
-    """The spec file is unusable; the message names file, line and field."""
 
 
 @dataclass(frozen=True)

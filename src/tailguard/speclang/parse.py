@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tailguard.base.errors import SpecSyntaxError as SpecSyntaxError
 from tailguard.speclang import ast
 
 KEYWORDS = {"and", "or", "not", "subset", "in", "all", "any"}
@@ -29,14 +30,6 @@ _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
     r"|(?P<op>==|!=|<=|>=|<|>|\+|-|\||&|\\|\[|\]|\(|\)|,|:|\.))"
 )
-
-
-class SpecSyntaxError(ValueError):
-    """A malformed expression: carries the source text and the offending offset."""
-
-    def __init__(self, msg: str, source: str, pos: int) -> None:
-        self.msg, self.source, self.pos = msg, source, pos
-        super().__init__(f"{msg} at column {pos + 1}: {source!r}")
 
 
 @dataclass(frozen=True)

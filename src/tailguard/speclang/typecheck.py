@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tailguard.base.errors import SpecTypeError as SpecTypeError
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
 
 SETLIKE: frozenset[str] = frozenset({"interval", "set"})
-
-
-class SpecTypeError(ValueError):
-    def __init__(self, msg: str, pos: int) -> None:
-        self.msg, self.pos = msg, pos
-        super().__init__(msg)
 
 
 def infer(node: ast.Node, env: Mapping[str, Type]) -> Type:

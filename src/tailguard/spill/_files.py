@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from tailguard import jsonstrict
-from tailguard.jsonstrict import MAX_RECORD_BYTES
+from tailguard.base import jsonstrict
+from tailguard.base.jsonstrict import MAX_RECORD_BYTES
 from tailguard.spill import _fsutil
 from tailguard.spill._interface import (
     HANDLE_SCHEME,

@@ -23,6 +23,8 @@ import stat
 import sys
 from collections.abc import Iterator
 
+from tailguard.base.errors import SymlinkError as SymlinkError
+
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -156,10 +158,6 @@ def _read_fd(fd: int, path: str) -> bytes:
 # -- relative to directory descriptors, never through a link ------------------------------
 
 _DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
-
-
-class SymlinkError(OSError):
-    """A path component inside the store is a symbolic link: the store never follows one."""
 
 
 def _is_link(name: str, dir_fd: int | None) -> bool:

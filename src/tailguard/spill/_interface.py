@@ -12,46 +12,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from tailguard.base.errors import (
+    CorruptRecordError as CorruptRecordError,
+    ForeignHandleError as ForeignHandleError,
+    InvalidSpillArgument as InvalidSpillArgument,
+    MalformedHandleError as MalformedHandleError,
+    RecordNotFoundError as RecordNotFoundError,
+    SpillError as SpillError,
+    SpillWriteError as SpillWriteError,
+    StoreNotFoundError as StoreNotFoundError,
+)
+from tailguard.base.vocab import UNITS as UNITS
+
 HANDLE_SCHEME = "sha256"
-UNITS: tuple[str, ...] = ("turns", "messages", "tokens")
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+._-]{0,31}")
 
 
 # --------------------------------------------------------------------------- errors
-
-
-class SpillError(Exception):
-    """Base class of every spill-store error."""
-
-
-class MalformedHandleError(SpillError, ValueError):
-    """The text is not a handle this store could ever have issued (``sha256:<64 hex>``)."""
-
-
-class ForeignHandleError(MalformedHandleError):
-    """A well-formed handle of another scheme (``md5:...``, ``s3:...``): never ours."""
-
-
-class RecordNotFoundError(SpillError, LookupError):
-    """A well-formed handle whose bytes are not in this store."""
-
-
-class CorruptRecordError(SpillError):
-    """Stored bytes exist but do not hash to their handle (torn, truncated or altered)."""
-
-
-class SpillWriteError(SpillError):
-    """A put failed (disk full, permissions, I/O error). Nothing was reported written."""
-
-
-class StoreNotFoundError(SpillError):
-    """The directory is not a spill store (missing, or not created by this tool)."""
-
-
-class InvalidSpillArgument(SpillError, ValueError):
-    """A put argument (session, range, unit, data) is unusable; nothing was written."""
 
 
 # --------------------------------------------------------------------------- handles

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tailguard.pipeline.policy import PolicyError
+from tailguard.base.errors import PolicyError
 from tailguard.pipeline.presets import deepagents, langchain, langmem, openai_agents, openhands
 from tailguard.pipeline.presets._base import Preset, Translation, as_toml, read_knob
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tailguard.pipeline.policy import PolicyError
+from tailguard.base.errors import PolicyError
 
 # What a knob's TOML value may be:
 # ``size``: a LangChain-style context size ``["tokens"|"messages"|"fraction", n]``;

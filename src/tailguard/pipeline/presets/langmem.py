@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tailguard.pipeline.policy import PolicyError
+from tailguard.base.errors import PolicyError
 from tailguard.pipeline.presets._base import Difference, Knob, Preset, Values
 
 MAX_TOKENS = Knob("max_tokens", "count", None, "required: the token budget of the output "

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tailguard.pipeline.policy import PolicyError
+from tailguard.base.errors import PolicyError
 from tailguard.pipeline.presets._base import Difference, Knob, Preset, Values
 
 SOURCE = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0"

@@ -1,0 +1,520 @@
+"""The session ledger: the guard an orchestrator calls at runtime.
+
+A :class:`Ledger` records, in absolute offsets of one unit, what happens to a session's
+history (appends, budget truncations, compactions and the summaries they create, summary
+evictions, spills) and decides every compaction by the spec's clauses, exactly as the
+generated checker decides the *equivalent case* (:meth:`Ledger.equivalent_case`; SPEC.md
+sections 9.3 and 10) but in O(log k) in the number of recorded intervals. It writes
+everything it records as the normative JSONL event log (:mod:`tailguard.runtime.eventlog`), each line
+*before* the state changes, so a failed write leaves the ledger as it was, and no part of a failed
+line can reach the log later (:mod:`tailguard.runtime.ledger_log`; ``durable=True`` fsyncs every line
+but appends and truncations). One lock makes a ledger safe to share between threads, and the
+log's order is the order in which the state changed. ``tailguard audit``
+replays the log with the same core (:func:`tailguard.audit.replay.replay`), and :meth:`Ledger.from_log` rebuilds a
+ledger from its own log to continue a session in a new process.
+
+Summary lineage (spec 1.1): every compaction creates a summary with an id; it states which
+summaries in the context its summarizer saw whole (``saw``, default: all) and which earlier
+ones stay beside it (``keeps``, default: none). Every other summary leaves the context with its
+coverage, so offsets only it covered are holes for the next compaction. The defaults give
+spec 1.0's meaning exactly.
+
+Standard library only: this module is on the runtime path.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import warnings
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from tailguard._generated.checker import Decision
+from tailguard.base.vocab import Pair
+from tailguard.runtime.eventlog import (
+    Append,
+    Compact,
+    Event,
+    EventLogError,
+    EventWriter,
+    EvictSummary,
+    Refusal,
+    Session,
+    Spill,
+    Truncate,
+    iter_events,
+    torn_reason,
+)
+from tailguard.runtime.ledger_core import PROFILES, LedgerCore
+from tailguard.runtime.ledger_explain import explain as _explain
+from tailguard.runtime.ledger_log import LogFailedError, LogSink
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
+
+__all__ = ["PROFILES", "Ledger", "LedgerCore", "LogFailedError", "TornLineWarning"]
+
+
+class TornLineWarning(UserWarning):
+    """The last line of a log was cut mid-write (a crash): it was ignored."""
+
+
+class _SinkStream:
+    """What :class:`~tailguard.runtime.eventlog.EventWriter` writes to: one whole line per ``write``."""
+
+    __slots__ = ("sink",)
+
+    def __init__(self, sink: LogSink) -> None:
+        self.sink = sink
+
+    def write(self, text: str) -> int:
+        self.sink.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _writer(sink: LogSink) -> EventWriter:
+    return EventWriter(_SinkStream(sink), flush=False)  # type: ignore[arg-type]
+
+
+class Ledger:
+    """A session's ledger: record what happens, decide compactions, leave an audit trail.
+
+    >>> import io
+    >>> log = io.StringIO()
+    >>> led = Ledger(recovery_floor_span=12, unit="turns", log=log)
+    >>> led.append(40); led.truncate(0, 8); led.append(8)
+    >>> d = led.decide(summary_input=(8, 48), summary_covers=(8, 36), tail_start=36)
+    >>> d.decision, d.failed, d.holes
+    ('refuse', ('no_hole',), ((0, 8),))
+    >>> led.commit(summary_input=(8, 48), summary_covers=(8, 36), tail_start=36)
+    Traceback (most recent call last):
+    ...
+    tailguard.runtime.seed_api.UnrecoverableCompactionError: compaction refused (no_hole); evicted \
+offsets [0, 8) are unrecoverable: no_hole: offsets [0, 8) were truncated at line 3 and never \
+summarized or spilled
+    >>> led.spill(0, 8, handle="sha256:...")
+    >>> led.commit(summary_input=(8, 48), summary_covers=(8, 36), tail_start=36).decision
+    'allow'
+    >>> print(log.getvalue().splitlines()[2])
+    {"event": "truncate", "range": [0, 8]}
+    >>> led.summaries
+    ('0',)
+    """
+
+    def __init__(
+        self,
+        recovery_floor_span: int,
+        *,
+        unit: str = "turns",
+        floor_unit: str | None = None,
+        truncator_unit: str | None = None,
+        profile: str = "strict",
+        log: TextIO | None = None,
+        flush: bool = True,
+        durable: bool = False,
+        keep_history: bool = False,
+        _header: bool = True,
+    ) -> None:
+        """Start a session. ``floor_unit``/``truncator_unit`` default to ``unit``.
+
+        ``profile``: ``strict`` (default), ``partitioned`` (the summarizer sees the candidates,
+        not the tail: LangChain, the OpenAI Agents SDK, OpenHands, langmem) or ``seed``.
+        ``log``: a text stream that receives the JSONL event log (header first). Each event's
+        line is written before the state changes; if the write fails the call raises, records
+        nothing and every later recording call raises :class:`LogFailedError`
+        (:mod:`tailguard.runtime.ledger_log`). Lines are written as they happen unless ``flush=False``
+        (then in batches: a crash can lose the last ones). ``durable=True`` fsyncs every line
+        but ``append`` and ``truncate`` before the call returns (a log with a file
+        descriptor is needed). ``keep_history`` keeps the raw ranges so that
+        :meth:`equivalent_case` works (memory then grows with the events).
+
+        Threads: every method takes the ledger's lock, so one ledger can be shared; the log's
+        line order is the order in which the state changed.
+        """
+        _int(recovery_floor_span, "recovery_floor_span")
+        fu = unit if floor_unit is None else floor_unit
+        tu = unit if truncator_unit is None else truncator_unit
+        for name, s in (("unit", unit), ("floor_unit", fu), ("truncator_unit", tu)):
+            if not isinstance(s, str):
+                raise TypeError(f"{name}: expected a unit name (string), got {s!r}")
+        if profile not in PROFILES:
+            raise ValueError(f"profile: unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+        self.unit = unit
+        self.profile = profile
+        self._core = LedgerCore(
+            recovery_floor_span, fu, tu, keep_history=keep_history, track_origins=True
+        )
+        self._line = 1
+        self.refusals = 0  #: refused commit attempts (each logged as a ``refusal`` line)
+        #: ``(line, reason)`` of a torn last line that :meth:`from_log` ignored, else None
+        self.torn_line: tuple[int, str] | None = None
+        self._lock = threading.RLock()
+        self._sink = LogSink(log, flush=flush, durable=durable) if log is not None else None
+        self._writer = _writer(self._sink) if self._sink is not None else None
+        if self._writer is not None and _header:
+            self._writer.session(unit, recovery_floor_span, fu, tu)
+
+    # -- properties --------------------------------------------------------------
+
+    @property
+    def history_end(self) -> int:
+        """``n``: the offset the next appended unit gets."""
+        return self._core.n
+
+    @property
+    def core(self) -> LedgerCore:
+        return self._core
+
+    @property
+    def summaries(self) -> tuple[str, ...]:
+        """Ids of the summaries in the context, oldest first."""
+        with self._lock:
+            return self._core.summaries.ids
+
+    @property
+    def next_summary_id(self) -> str:
+        """The id the next committed compaction gets when it names none (its ordinal)."""
+        with self._lock:
+            return self._core.summaries.next_id
+
+    # -- recording ---------------------------------------------------------------
+
+    def _next_line(self) -> int:
+        self._line += 1
+        return self._line
+
+    def _range(self, lo: int, hi: int) -> None:
+        _int(lo, "range[0]")
+        _int(hi, "range[1]")
+        n = self._core.n
+        if not 0 <= lo <= hi <= n:
+            raise ValueError(f"range: [{lo}, {hi}) is not an interval inside the history [0, {n})")
+
+    def append(self, count: int = 1) -> None:
+        """Record ``count`` appended units (``count >= 0``)."""
+        _int(count, "count")
+        if count < 0:
+            raise ValueError(f"count: expected a count >= 0, got {count}")
+        with self._lock:
+            if self._writer is not None:
+                self._writer.append(count)
+            self._core.append(count)
+            self._next_line()
+
+    def truncate(self, lo: int, hi: int) -> None:
+        """Record a budget truncation of ``[lo, hi)`` (``0 <= lo <= hi <= history_end``)."""
+        with self._lock:
+            self._range(lo, hi)
+            if self._writer is not None:
+                self._writer.truncate(lo, hi)
+            self._core.truncate(lo, hi, self._next_line())
+
+    def spill(self, lo: int, hi: int, handle: str | None = None) -> None:
+        """Record that ``[lo, hi)`` was written losslessly to durable storage."""
+        if handle is not None and not isinstance(handle, str):
+            raise TypeError(f"handle: expected a string, got {handle!r}")
+        with self._lock:
+            self._range(lo, hi)
+            if self._writer is not None:
+                self._writer.spill(lo, hi, handle)
+            self._core.spill(lo, hi, self._next_line())
+
+    def evict_summary(self, summary: str) -> None:
+        """Record that a budget stage evicted ``summary`` from the context (its coverage leaves)."""
+        if not isinstance(summary, str):
+            raise TypeError(f"summary: expected a summary id (string), got {summary!r}")
+        with self._lock:
+            problem = self._core.evict_problem(summary)
+            if problem is not None:
+                raise ValueError(f"{problem[0]}: {problem[1]}")
+            if self._writer is not None:
+                self._writer.evict_summary(summary)
+            self._core.evict(summary, self._next_line())
+
+    def _lineage(
+        self, summary: str | None, saw: Sequence[str] | None, keeps: Sequence[str], *, new: bool
+    ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+        if summary is not None and not isinstance(summary, str):
+            raise TypeError(f"summary: expected a summary id (string) or None, got {summary!r}")
+        saw_t = None if saw is None else _ids(saw, "saw")
+        keeps_t = _ids(keeps, "keeps")
+        problem = self._core.lineage_problem(summary, saw_t, keeps_t, new=new)
+        if problem is not None:
+            raise ValueError(f"{problem[0]}: {problem[1]}")
+        return saw_t, keeps_t
+
+    def decide(
+        self,
+        *,
+        summary_input: Pair,
+        summary_covers: Pair,
+        tail_start: int,
+        saw: Sequence[str] | None = None,
+        keeps: Sequence[str] = (),
+        profile: str | None = None,
+    ) -> Decision:
+        """Decide a compaction without recording it.
+
+        ``saw``: the summaries in the context its summarizer saw whole (None: all of them);
+        ``keeps``: those that stay in the context beside the new summary. Inconsistent offsets
+        are refused (``well_formed``), not raised; unknown summary ids raise ``ValueError``.
+        """
+        with self._lock:
+            return self._decide(summary_input, summary_covers, tail_start, saw, keeps, profile)
+
+    def _decide(
+        self, i: Pair, c: Pair, tail_start: int, saw: Sequence[str] | None, keeps: Sequence[str],
+        profile: str | None,
+    ) -> Decision:
+        if not (  # the common shape, checked inline: this is the hot path
+            type(tail_start) is int
+            and type(i) is tuple and len(i) == 2 and type(i[0]) is int and type(i[1]) is int
+            and type(c) is tuple and len(c) == 2 and type(c[0]) is int and type(c[1]) is int
+        ):
+            i, c = _pair(i, "summary_input"), _pair(c, "summary_covers")
+            _int(tail_start, "tail_start")
+        if saw is not None or keeps:
+            saw, keeps = self._lineage(None, saw, keeps, new=False)
+        p = self.profile if profile is None else profile
+        return self._core.decide(p, tail_start, i, c, saw, keeps)
+
+    def explain(
+        self,
+        decision: Decision,
+        *,
+        summary_input: Pair,
+        summary_covers: Pair,
+        tail_start: int,
+        saw: Sequence[str] | None = None,
+        keeps: Sequence[str] = (),
+        profile: str | None = None,
+    ) -> list[str]:
+        """One sentence per failed clause of ``decision`` (for a compaction not yet recorded)."""
+        with self._lock:
+            return _explain(self._core, profile or self.profile, decision, tail_start, summary_input,
+                        summary_covers, saw, keeps)
+
+    def commit(
+        self,
+        *,
+        summary_input: Pair,
+        summary_covers: Pair,
+        tail_start: int,
+        summary: str | None = None,
+        saw: Sequence[str] | None = None,
+        keeps: Sequence[str] = (),
+        override: str | None = None,
+    ) -> Decision:
+        """Decide and, if allowed, record the compaction (and log it).
+
+        ``summary`` names the new summary (default: its ordinal, :attr:`next_summary_id`);
+        ``saw`` and ``keeps`` as in :meth:`decide`. A refused compaction is logged as a
+        ``refusal`` line, raises :class:`UnrecoverableCompactionError` (failed clauses and
+        holes in the message and as attributes) and records nothing, unless ``override``
+        gives a non-empty reason: then it is recorded and logged with an ``"override"``
+        field, and ``tailguard audit`` still reports it as a violation.
+        """
+        if override is not None and (not isinstance(override, str) or not override.strip()):
+            raise ValueError("override: give a non-empty reason to commit a refused compaction")
+        i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
+        _int(tail_start, "tail_start")
+        with self._lock:
+            saw_t, keeps_t = self._lineage(summary, saw, keeps, new=True)
+            core = self._core
+            decision = core.decide(self.profile, tail_start, i, c, saw_t, keeps_t)
+            if not decision.allowed and override is None:
+                sentences = _explain(core, self.profile, decision, tail_start, i, c, saw_t, keeps_t)
+                self._log_refusal(decision, i, c, tail_start)
+                raise UnrecoverableCompactionError.from_decision(decision, sentences)
+            if self._writer is not None:
+                self._writer.compact_lineage(i, c, tail_start,
+                                             None if decision.allowed else override,
+                                             summary, saw_t, keeps_t)
+            core.compact(i, c, self._next_line(), summary=summary, saw=saw_t, keeps=keeps_t)
+            return decision
+
+    def log_refusal(
+        self, decision: Decision, *, summary_input: Pair, summary_covers: Pair, tail_start: int
+    ) -> None:
+        """Log a refused attempt (a ``refusal`` line: counted by the audit, never coverage).
+
+        :meth:`commit` does this itself when it refuses; call it when you decided with
+        :meth:`decide` and will not commit.
+        """
+        if not isinstance(decision, Decision):
+            raise TypeError(f"decision: expected a Decision, got {decision!r}")
+        if decision.allowed:
+            raise ValueError("log_refusal: the decision allows; only refusals are logged as such")
+        i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
+        _int(tail_start, "tail_start")
+        with self._lock:
+            self._log_refusal(decision, i, c, tail_start)
+
+    def _log_refusal(self, decision: Decision, i: Pair, c: Pair, tail_start: int) -> None:
+        if self._writer is not None:
+            self._writer.refusal(i, c, tail_start, decision.failed, decision.holes)
+        self.refusals += 1
+        self._next_line()
+
+    def equivalent_case(
+        self,
+        *,
+        summary_input: Pair,
+        summary_covers: Pair,
+        tail_start: int,
+        saw: Sequence[str] | None = None,
+        keeps: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """The ``tailguard check`` case for this compaction now (``keep_history=True``)."""
+        with self._lock:
+            if saw is not None or keeps:
+                saw, keeps = self._lineage(None, saw, keeps, new=False)
+            return self._core.equivalent_case(tail_start, summary_input, summary_covers, saw, keeps)
+
+    # -- surviving the process -----------------------------------------------------
+
+    @classmethod
+    def from_log(
+        cls,
+        source: str | os.PathLike[str] | Iterable[str | bytes],
+        *,
+        profile: str = "strict",
+        log: TextIO | None = None,
+        append: bool | None = None,
+        flush: bool = True,
+        durable: bool = False,
+        keep_history: bool = False,
+    ) -> Ledger:
+        """Rebuild a ledger from its own event log and continue the session.
+
+        ``source`` is a path, or the log's lines. Every event is re-recorded, with its line
+        number as the tag diagnostics name; refusal lines are counted. A torn last line (a
+        crash mid-write: no line end and not valid JSON) is ignored and reported, by a
+        :class:`TornLineWarning` and in :attr:`torn_line`; a bad line anywhere else raises
+        :class:`~tailguard.runtime.eventlog.EventLogError` naming it, as do ranges or ids the
+        ledger's own calls would reject.
+
+        Continuing: with a path, the ledger appends its next events to that file
+        (``append=False`` to only read it), first cutting a torn last line off. With lines,
+        pass ``log=`` to continue into a stream of your own. ``flush`` and ``durable`` as in
+        the constructor.
+        """
+        torn: tuple[int, str] | None = None
+        path: Path | None = None
+        if isinstance(source, (str, os.PathLike)):
+            path = Path(source)
+            data = path.read_bytes()
+            lines: list[bytes] = data.splitlines(keepends=True)
+            where = str(path)
+        else:
+            lines = [x.encode() if isinstance(x, str) else x for x in source]
+            where = "<log>"
+        keep = len(lines)
+        if lines and (why := torn_reason(lines[-1])) is not None:  # the rule `tailguard audit` applies
+            torn = (len(lines), f"the last line was cut mid-write and is ignored ({why})")
+            keep = len(lines) - 1
+        events = iter_events(lines[:keep], where)
+        header = next(events)
+        assert isinstance(header, Session)
+        led = cls(header.recovery_floor_span, unit=header.unit, floor_unit=header.floor_unit,
+                  truncator_unit=header.truncator_unit, profile=profile, keep_history=keep_history)
+        led._rebuild_from(events, where)
+        led._line = max(keep, 1)
+        if torn is not None:
+            led.torn_line = torn
+            warnings.warn(f"{where}:{torn[0]}: {torn[1]}", TornLineWarning, stacklevel=2)
+        if path is not None and (append is None or append):
+            kept = sum(len(x) for x in lines[:keep])
+            with open(path, "r+b") as f:
+                f.truncate(kept)
+                if keep and not lines[keep - 1].endswith((b"\n", b"\r")):
+                    f.seek(0, io.SEEK_END)
+                    f.write(b"\n")
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # not inherited by children (PEP 446)
+            try:
+                led._sink = LogSink(fd=fd, owned=True, flush=flush, durable=durable)
+            except BaseException:
+                os.close(fd)
+                raise
+            led._writer = _writer(led._sink)
+            weakref.finalize(led, led._sink.close)  # its descriptor: held lines out, then closed
+        elif log is not None:
+            led._sink = LogSink(log, flush=flush, durable=durable)
+            led._writer = _writer(led._sink)
+        return led
+
+    def _rebuild_from(self, events: Iterator[Event], where: str) -> None:
+        core = self._core
+        for ev in events:
+            if type(ev) is Append:  # iter_events has refused a negative count (SPEC.md 9.4)
+                core.append(ev.amount)
+            elif type(ev) is Truncate or type(ev) is Spill:
+                if not 0 <= ev.lo <= ev.hi <= core.n:
+                    raise EventLogError(where, ev.line, "range", f"[{ev.lo}, {ev.hi}) is not an "
+                                        f"interval inside the history [0, {core.n})")
+                if type(ev) is Truncate:
+                    core.truncate(ev.lo, ev.hi, ev.line)
+                else:
+                    core.spill(ev.lo, ev.hi, ev.line)
+            elif type(ev) is Compact:
+                _check_lineage(core, ev, where)
+                core.compact(ev.summary_input, ev.summary_covers, ev.line, summary=ev.summary,
+                             saw=ev.saw, keeps=ev.keeps)
+            elif type(ev) is EvictSummary:
+                problem = core.evict_problem(ev.summary)
+                if problem is not None:
+                    raise EventLogError(where, ev.line, *problem)
+                core.evict(ev.summary, ev.line)
+            elif type(ev) is Refusal:
+                self.refusals += 1
+            # a second session header: iter_events has refused it (only line 1 may be one)
+
+    def flush(self) -> None:
+        """Write the lines ``flush=False`` kept back (a no-op otherwise)."""
+        with self._lock:
+            if self._sink is not None:
+                self._sink.flush()
+
+    def close(self) -> None:
+        """Write what ``flush=False`` kept back (unless a write failed), and close the log file
+        :meth:`from_log` opened (a stream you passed stays yours). After a failed write nothing
+        is written, flushed or closed but that file: no failed line can reach the log."""
+        with self._lock:
+            if self._sink is not None:
+                self._sink.close()
+
+
+def _check_lineage(core: LedgerCore, ev: Compact, where: str) -> None:
+    problem = core.lineage_problem(ev.summary, ev.saw, ev.keeps, new=True)
+    if problem is not None:
+        raise EventLogError(where, ev.line, *problem)
+
+
+def _int(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{field}: expected an integer, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _pair(value: object, field: str) -> Pair:
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is int \
+            and type(value[1]) is int:
+        return value
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{field}: expected a pair (lo, hi), got {value!r}")
+    return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))
+
+
+def _ids(value: object, field: str) -> tuple[str, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise TypeError(f"{field}: expected a list of summary ids (strings), got {value!r}")
+    out = tuple(sorted(value)) if isinstance(value, (set, frozenset)) else tuple(value)
+    for i, sid in enumerate(out):
+        if not isinstance(sid, str):
+            raise TypeError(f"{field}[{i}]: expected a summary id (string), got {sid!r}")
+    return out

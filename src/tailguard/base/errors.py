@@ -222,3 +222,10 @@ class ProjectNotFound(TailguardError, RuntimeError):
 
 class KitNotFound(TailguardError, LookupError):
     """Neither the installed package data nor a checkout's ``spec/`` is there."""
+
+
+# The errors the package face exports carry its name, so a traceback names the import path a
+# user has (``tailguard.UnrecoverableCompactionError``), and pickling finds them there.
+for _cls in (TailguardError, LogFailedError, UnrecoverableCompactionError):
+    _cls.__module__ = "tailguard"
+del _cls

@@ -94,7 +94,7 @@ class Ledger:
     >>> led.commit(summary_input=(8, 48), summary_covers=(8, 36), tail_start=36)
     Traceback (most recent call last):
     ...
-    tailguard.runtime.seed_api.UnrecoverableCompactionError: compaction refused (no_hole); evicted \
+    tailguard.UnrecoverableCompactionError: compaction refused (no_hole); evicted \
 offsets [0, 8) are unrecoverable: no_hole: offsets [0, 8) were truncated at line 3 and never \
 summarized or spilled
     >>> led.spill(0, 8, handle="sha256:...")

@@ -37,7 +37,7 @@ def assert_compaction_safe(
     >>> assert_compaction_safe(8, 36, 12, [(0, 30)], "turns", "turns")
     Traceback (most recent call last):
     ...
-    tailguard.runtime.seed_api.UnrecoverableCompactionError: compaction refused (truncation_clear): \
+    tailguard.UnrecoverableCompactionError: compaction refused (truncation_clear): \
 truncation_clear: prior truncation [0, 30) intersects recovery floor [24, 36); evidence \
 already evicted
     """
@@ -83,7 +83,7 @@ def assert_recoverable(
     ...     truncator_unit="turns", prior_truncations=[(0, 8)]).holes
     Traceback (most recent call last):
     ...
-    tailguard.runtime.seed_api.UnrecoverableCompactionError: compaction refused (no_hole); evicted \
+    tailguard.UnrecoverableCompactionError: compaction refused (no_hole); evicted \
 offsets [0, 8) are unrecoverable: no_hole: offsets [0, 8) were evicted and are in no summary, \
 spill or tail
     """

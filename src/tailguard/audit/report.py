@@ -20,7 +20,7 @@ from typing import Protocol
 
 from tailguard._generated.checker import Decision
 from tailguard.audit.replay import Verdict
-from tailguard.base.vocab import Pair
+from tailguard.base.vocab import NO_HOLE, WELL_FORMED, Pair
 
 __all__ = ["TextReport"]
 
@@ -134,13 +134,13 @@ class TextReport:
 
     def narrow(self, line: int, decision: Decision) -> Decision:
         """What to explain of a refused compaction: only the holes not reported yet."""
-        if decision.failed == ("well_formed",):
+        if decision.failed == (WELL_FORMED,):
             return decision  # no holes are computed; what was reported stays reported
         old, new = self._reported.split(decision.holes, line)
         if not old:
             return decision
         self._still_open[line] = old
-        failed = decision.failed if new else tuple(c for c in decision.failed if c != "no_hole")
+        failed = decision.failed if new else tuple(c for c in decision.failed if c != NO_HOLE)
         return Decision(decision.decision, failed, tuple(new))
 
     def verdict(self, v: Verdict) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 
 from tailguard._generated.checker import FIELDS, check
 from tailguard.base.errors import GuardError as GuardError
+from tailguard.base.vocab import WELL_FORMED
 
 INTERVAL_FIELDS = ("summary_input", "summary_covers")
 LIST_FIELDS = ("prior_truncations", "prior_coverage", "spills")
@@ -132,7 +133,7 @@ def spec_allows(profile: str, case: dict[str, Any]) -> bool:
 
 
 def _malformed(case: dict[str, Any]) -> bool:
-    return check("strict", **{f: _value_for(f, case) for f in FIELDS}).failed == ("well_formed",)
+    return check("strict", **{f: _value_for(f, case) for f in FIELDS}).failed == (WELL_FORMED,)
 
 
 def size(case: dict[str, Any]) -> tuple[int, int]:

@@ -26,18 +26,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tailguard._generated.checker import CLAUSES, UNITS, Decision
+from tailguard._generated.checker import UNITS, Decision
 from tailguard.base.intervals import union
-from tailguard.base.vocab import Pair
+from tailguard.base.vocab import (
+    FLOOR_IN_INPUT,
+    FLOOR_IN_TAIL,
+    FLOOR_REACH,
+    NO_HOLE,
+    PROFILES,
+    SEAM_CONTIGUOUS,
+    SUMMARY_HONEST,
+    TAIL_INTACT,
+    TRUNCATION_CLEAR,
+    UNITS_AGREE,
+    WELL_FORMED,
+    Pair,
+)
 from tailguard.runtime.interval_index import IntervalUnion, Runs, Staircase
 from tailguard.runtime.lineage import LostCoverage, SummaryContext, union_of
 
 __all__ = ["PROFILES", "LedgerCore"]
 
-PROFILES = tuple(CLAUSES)
-
 _ALLOW = Decision("allow", (), ())
-_WELL_FORMED = Decision("refuse", ("well_formed",), ())
+_WELL_FORMED = Decision("refuse", (WELL_FORMED,), ())
 
 
 def fmt(lo: int, hi: int) -> str:
@@ -367,16 +378,16 @@ class LedgerCore:
 
     def _seed(self, t: int, a: int) -> Decision:
         if self.floor_unit != self.truncator_unit:
-            return Decision("refuse", ("units_agree",), ())
+            return Decision("refuse", (UNITS_AGREE,), ())
         f = t - self.F
         if not a <= f:
-            return Decision("refuse", ("floor_reach",), ())
+            return Decision("refuse", (FLOOR_REACH,), ())
         if self._stair is None:
             raise ValueError("this ledger core was built without the seed profile's state")
         if self._stair:
             w = self._stair.max_hi_below(t)
             if w is not None and w[1] > f:
-                return Decision("refuse", ("truncation_clear",), ())
+                return Decision("refuse", (TRUNCATION_CLEAR,), ())
         return _ALLOW
 
     def seed_witness(self, t: int) -> tuple[int, int, object] | None:
@@ -430,23 +441,23 @@ class LedgerCore:
             return _WELL_FORMED
         failed: list[str] = []
         if self.floor_unit != self.truncator_unit:
-            failed.append("units_agree")
+            failed.append(UNITS_AGREE)
         phi = n - self.F if n > self.F else 0  # Phi = [phi, n)
         if phi < n:
             if floor_in_input and not (a <= phi and n <= b):
-                failed.append("floor_in_input")
+                failed.append(FLOOR_IN_INPUT)
             if not t <= phi:
-                failed.append("floor_in_tail")
+                failed.append(FLOOR_IN_TAIL)
         tru = self.truncated
         # every truncation lies in [0, n] here, so only the highest end can reach [t, n)
         if tru and t < n and tru.max_hi > t:
-            failed.append("tail_intact")
+            failed.append(TAIL_INTACT)
         if t != 0 and d < t:
-            failed.append("seam_contiguous")
+            failed.append(SEAM_CONTIGUOUS)
         if c < d and not (
             a <= c and d <= b and not (tru and tru.max_hi > c and tru.intersects(c, d))
         ):
-            failed.append("summary_honest")
+            failed.append(SUMMARY_HONEST)
         # no_hole: holes = lost | (([0, n) \ R) \ (X | T)) with X = C & I, T = [t, n)
         x_lo = a if a > c else c
         x_hi = b if b < d else d
@@ -461,7 +472,7 @@ class LedgerCore:
         else:
             hole = not all(rec.covers(lo, hi) for lo, hi in self.uncovered_outside(t, x_lo, x_hi))
         if hole:
-            failed.append("no_hole")
+            failed.append(NO_HOLE)
             gaps = [g for lo, hi in self.uncovered_outside(t, x_lo, x_hi) for g in rec.gaps(lo, hi)]
             holes = tuple(union(list(lost), gaps))
         if not failed:

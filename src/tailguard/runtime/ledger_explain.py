@@ -15,7 +15,19 @@ from collections.abc import Sequence
 
 from tailguard._generated.checker import UNITS, Decision
 from tailguard.base.intervals import difference, fmt_set, normalize
-from tailguard.base.vocab import Pair
+from tailguard.base.vocab import (
+    FLOOR_IN_INPUT,
+    FLOOR_IN_TAIL,
+    FLOOR_REACH,
+    NO_HOLE,
+    SEAM_CONTIGUOUS,
+    SUMMARY_HONEST,
+    TAIL_INTACT,
+    TRUNCATION_CLEAR,
+    UNITS_AGREE,
+    WELL_FORMED,
+    Pair,
+)
 from tailguard.runtime.ledger_core import LedgerCore, fmt
 
 __all__ = ["explain"]
@@ -54,47 +66,47 @@ def _sentence(
 ) -> str:
     (a, b), (c, d) = summary_input, summary_covers
     n, F = core.n, core.F
-    if clause == "units_agree":
+    if clause == UNITS_AGREE:
         return (
             f"recovery floor unit {core.floor_unit!r} cannot be honored by truncator unit "
             f"{core.truncator_unit!r}; the floor is unenforceable"
         )
-    if clause == "floor_reach":
+    if clause == FLOOR_REACH:
         return (
             f"summarizer input starts at {a}, but the recovery floor begins at {t - F}; "
             "floor is not a subset of input"
         )
-    if clause == "truncation_clear":
+    if clause == TRUNCATION_CLEAR:
         w = core.seed_witness(t)
         lo, hi, tag = w if w is not None else (0, 0, None)
         return (
             f"prior truncation {fmt(lo, hi)}{_at(tag)} intersects recovery floor "
             f"{fmt(t - F, t)}; evidence already evicted"
         )
-    if clause == "well_formed":
+    if clause == WELL_FORMED:
         why = "; ".join(_why(core, t, a, b, c, d, saw, keeps))
         return f"the case is inconsistent ({why}); the guard fails closed"
     phi = (max(0, n - F), n)
-    if clause == "floor_in_input":
+    if clause == FLOOR_IN_INPUT:
         return f"recovery floor {fmt(*phi)} is not inside summarizer input {fmt(a, b)}"
-    if clause == "floor_in_tail":
+    if clause == FLOOR_IN_TAIL:
         return f"recovery floor {fmt(*phi)} is not inside retained tail {fmt(t, n)}"
-    if clause == "tail_intact":
+    if clause == TAIL_INTACT:
         hit = core.truncated.pieces(t, n)
         return (
             f"offsets {fmt_set(hit)} of the retained tail {fmt(t, n)} were truncated"
             f"{_lines(core, hit)}; the tail is not verbatim"
         )
-    if clause == "seam_contiguous":
+    if clause == SEAM_CONTIGUOUS:
         return f"summary coverage ends at {d} but the tail starts at {t}; the seam has a gap"
-    if clause == "summary_honest":
+    if clause == SUMMARY_HONEST:
         x_lo, x_hi = max(a, c), min(b, d)
         unseen = [r for r in ((c, min(d, a)), (max(c, b), d)) if r[0] < r[1]]
         gone = core.truncated.pieces(x_lo, x_hi)
         what = fmt_set(normalize([*unseen, *gone]))
         why = f"; {fmt_set(gone)} were truncated{_lines(core, gone)}" if gone else ""
         return f"summary coverage {fmt(c, d)} claims offsets {what} it never saw{why}"
-    if clause == "no_hole":
+    if clause == NO_HOLE:
         return _holes_sentence(core, decision.holes, saw, keeps)
     return "failed"  # pragma: no cover - every clause id is handled above
 

@@ -29,6 +29,7 @@ from typing import TypedDict
 
 from tailguard.audit.fleet.sources import Item, open_lines
 from tailguard.audit.replay import Verdict, replay
+from tailguard.base.vocab import NO_HOLE
 from tailguard.runtime.eventlog import Event, EventLogError, Refusal, iter_events
 
 __all__ = ["Hole", "Record", "audit_batch", "audit_lines", "audit_source", "error_record"]
@@ -88,7 +89,7 @@ def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: b
             refusals += 1
             sentences = dict(s.split(": ", 1) for s in v.explanation)
             for clause in d.failed:
-                hole = clause == "no_hole"
+                hole = clause == NO_HOLE
                 ranges = [list(h) for h in d.holes] if hole else []
                 holes.append({"line": v.line, "clause": clause, "ranges": ranges,
                               "truncated_at": list(v.truncated_at) if hole else [],

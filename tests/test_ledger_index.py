@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import tailguard.runtime.interval_index as ix
 from tailguard.runtime.interval_index import IntervalUnion, Staircase
-from tailguard.runtime.ledger_core import TruncationOrigins
+from tailguard.runtime.ledger_core import TruncationOrigins, _difference
 
 
 @pytest.fixture(autouse=True)
@@ -95,6 +95,21 @@ def test_interval_union_matches_a_set_of_offsets(steps: list[tuple[str, int, int
 
 
 pairs = st.lists(st.tuples(st.integers(-3, 40), st.integers(-3, 40)), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pairs, pairs)
+def test_the_ledgers_difference_of_unions_matches_a_set_of_offsets(
+        a_pairs: list[tuple[int, int]], b_pairs: list[tuple[int, int]]) -> None:
+    """``lost = TRU \\ R`` after a shrink of the coverage (base.intervals.difference on the rows)."""
+    a, b = IntervalUnion(), IntervalUnion()
+    for lo, hi in a_pairs:
+        a.add(lo, hi)
+    for lo, hi in b_pairs:
+        b.add(lo, hi)
+    out = _difference(a, b)
+    out.check()
+    assert list(out) == _ranges(_points(a) - _points(b), -3, 40)
 
 
 @settings(max_examples=300, deadline=None)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tailguard.base.errors import AdapterError as AdapterError
+from tailguard.base.intervals import difference, interval, normalize
 from tailguard.base.vocab import Pair
 from tailguard.runtime.ledger import Ledger
 
@@ -60,31 +61,6 @@ class Plan:
         """Keyword arguments of :meth:`Ledger.decide` (and, with ``summary=``, of ``commit``)."""
         return {"summary_input": self.summary_input, "summary_covers": self.summary_covers,
                 "tail_start": self.tail_start, "saw": list(self.saw), "keeps": list(self.keeps)}
-
-
-def merge(pairs: Iterable[Pair]) -> tuple[Pair, ...]:
-    """Maximal runs of the union of half-open intervals (empty ones dropped)."""
-    out: list[Pair] = []
-    for lo, hi in sorted(p for p in pairs if p[0] < p[1]):
-        if out and lo <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return tuple(out)
-
-
-def minus(runs: Sequence[Pair], cut: Pair) -> tuple[Pair, ...]:
-    """``runs \\ [cut)`` for disjoint sorted ``runs``."""
-    out: list[Pair] = []
-    for lo, hi in runs:
-        if hi <= cut[0] or lo >= cut[1]:
-            out.append((lo, hi))
-            continue
-        if lo < cut[0]:
-            out.append((lo, cut[0]))
-        if hi > cut[1]:
-            out.append((cut[1], hi))
-    return tuple(out)
 
 
 class OffsetTracker:
@@ -157,7 +133,7 @@ class OffsetTracker:
                 new.append(e)
         vanished = [k for k in self._units if k not in seen]
         evicted = [k for k in self._summaries if k not in listed_summaries]
-        for lo, hi in merge(self._units[k] for k in vanished):
+        for lo, hi in normalize(self._units[k] for k in vanished):
             self.ledger.truncate(lo, hi)
         for k in vanished:
             del self._units[k]
@@ -195,14 +171,14 @@ class OffsetTracker:
         if any(self._units[k][1] > tail for k in d_units):
             raise AdapterError("the compaction deletes an item newer than one it keeps; "
                                "offsets cannot describe that cutoff")
-        deleted_runs = merge(self._units[k] for k in d_units)
+        deleted_runs = tuple(normalize(self._units[k] for k in d_units))
         shown_set = set(shown)
-        seen_runs = merge(self._units[k] for k in d_units if k in shown_set)
+        seen_runs = normalize(self._units[k] for k in d_units if k in shown_set)
         run = next((r for r in seen_runs if r[1] == tail), (tail, tail))
         saw = tuple(self._summaries[k] for k in deleted if k in self._summaries and k in shown_set)
         keeps = tuple(self._summaries[k] for k in kept if k in self._summaries)
         dropped = tuple(self._summaries[k] for k in deleted if k in self._summaries)
-        return Plan(run, run, tail, saw, keeps, deleted_runs, minus(deleted_runs, run),
+        return Plan(run, run, tail, saw, keeps, deleted_runs, tuple(difference(list(deleted_runs), interval(*run))),
                     tuple(deleted), dropped)
 
     def commit(self, plan: Plan, *, key: str, summary: str | None = None) -> str:

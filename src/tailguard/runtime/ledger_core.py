@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tailguard._generated.checker import UNITS, Decision
-from tailguard.base.intervals import union
+from tailguard.base.intervals import difference, union
 from tailguard.base.vocab import (
     FLOOR_IN_INPUT,
     FLOOR_IN_TAIL,
@@ -508,9 +508,12 @@ class LedgerCore:
 
 
 def _difference(a: IntervalUnion, b: IntervalUnion) -> IntervalUnion:
-    """``a \\ b`` as a new union."""
+    """``a \\ b`` as a new union: :func:`~tailguard.base.intervals.difference` of their ranges.
+
+    Only after a shrink of the context's coverage (:meth:`LedgerCore._rebuild`, whose union of
+    the coverage already costs O(size)) or for a compaction that sees part of the context.
+    """
     out = IntervalUnion()
-    for lo, hi in a:
-        for g_lo, g_hi in b.gaps(lo, hi) if b else ((lo, hi),):
-            out.add(g_lo, g_hi)
+    for lo, hi in difference(list(a), list(b)):
+        out.add(lo, hi)
     return out

@@ -30,6 +30,7 @@ from typing import Literal, TextIO
 
 from tailguard._generated.checker import Decision
 from tailguard.adapters._offsets import AdapterError, OffsetTracker, Plan
+from tailguard.base.args import is_int
 from tailguard.base.vocab import Pair
 from tailguard.runtime.ledger import PROFILES, Ledger
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
@@ -68,8 +69,7 @@ class CompactionGuard:
         units: tuple[str, ...] = ("messages", "tokens"),
         session: str | None = None,
     ) -> None:
-        if isinstance(recovery_floor_span, bool) or not isinstance(recovery_floor_span, int) \
-                or recovery_floor_span < 0:
+        if not is_int(recovery_floor_span) or recovery_floor_span < 0:
             raise ValueError(f"recovery_floor_span: expected an integer >= 0, got {recovery_floor_span!r}")
         if floor_unit not in units:
             raise ValueError(f"floor_unit: {framework} offsets can be {' or '.join(map(repr, units))}, "

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tailguard.base.args import is_int
 from tailguard.base.errors import AdapterError as AdapterError
 from tailguard.base.intervals import difference, interval, normalize
 from tailguard.base.vocab import Pair
@@ -116,7 +117,7 @@ class OffsetTracker:
                     raise AdapterError(f"item {i}: summary {e.key!r} {why}; its coverage is unknown")
                 listed_summaries.add(e.key)
                 continue
-            if isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0:
+            if not is_int(e.size) or e.size < 0:
                 raise AdapterError(f"item {i}: size must be an integer >= 0, got {e.size!r}")
             if e.key in self._gone:
                 raise AdapterError(f"item {i}: {e.key!r} left the context earlier and is back; "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from tailguard.base.args import is_int
 from tailguard.base.errors import PolicyError as PolicyError
 from tailguard.base.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_POLICY_BYTES
 from tailguard.base.vocab import UNITS
@@ -169,7 +170,7 @@ class _Reader:
         value = table[key]
         if isinstance(value, list) and key in _FRACTIONAL and path.startswith("stage."):
             return self.fraction(value, path)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_int(value):
             hint = ' or ["fraction", x] of the window' if key in _FRACTIONAL and \
                 path.startswith("stage.") else ""
             raise self.fail(path, f"expected a non-negative integer{hint}, got {value!r}")
@@ -314,7 +315,7 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
     if (
         not isinstance(tt, list)
         or len(tt) != 2
-        or any(isinstance(v, bool) or not isinstance(v, int) for v in tt)
+        or any(not is_int(v) for v in tt)
     ):
         raise r.fail("turn_tokens", f"expected [min, max] integers, got {tt!r}")
     if tt[0] < 1:
@@ -325,7 +326,7 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
     if (
         not isinstance(mpt, list)
         or len(mpt) != 2
-        or any(isinstance(v, bool) or not isinstance(v, int) for v in mpt)
+        or any(not is_int(v) for v in mpt)
     ):
         raise r.fail("messages_per_turn", f"expected [min, max] integers, got {mpt!r}")
     if mpt[0] < 1:

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, NamedTuple, TextIO
 
 from tailguard.base import jsonstrict
+from tailguard.base.args import count_problem, ids_problem
 from tailguard.base.errors import EventLogError as EventLogError
 
 __all__ = [
@@ -153,9 +154,9 @@ def _ids(obj: dict[str, Any], field: str, *, null: bool) -> tuple[str, ...] | No
     if type(value) is not list:
         what = "a list of summary ids (strings)" + (" or null" if null else "")
         raise _Bad(field, f"expected {what}, got {_describe(value)}")
-    for i, sid in enumerate(value):
-        if not isinstance(sid, str):
-            raise _Bad(f"{field}[{i}]", f"expected a summary id (string), got {_describe(sid)}")
+    problem = ids_problem(value, field, _describe)
+    if problem is not None:
+        raise _Bad(*problem)
     return tuple(value)
 
 
@@ -218,8 +219,9 @@ def _parse(obj: object, line: int, first: bool) -> Event:
         count = obj.get("count", 1)
         if type(count) is not int:
             raise _Bad("count", f"expected an integer, got {_describe(count)}")
-        if count < 0:  # offsets are permanent: a negative count would hand them out again
-            raise _Bad("count", f"expected a count >= 0, got {count}")
+        problem = count_problem(count)
+        if problem is not None:  # offsets are permanent: a negative count would hand them out again
+            raise _Bad(*problem)
         return Append(line, count)
     if kind == "truncate":
         lo, hi = _pair(obj, "range")

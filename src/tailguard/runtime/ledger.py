@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tailguard._generated.checker import Decision
+from tailguard.base.args import check_ids, check_int, check_pair, count_problem
 from tailguard.base.vocab import Pair
 from tailguard.runtime.eventlog import (
     Append,
@@ -136,7 +137,7 @@ summarized or spilled
         Threads: every method takes the ledger's lock, so one ledger can be shared; the log's
         line order is the order in which the state changed.
         """
-        _int(recovery_floor_span, "recovery_floor_span")
+        check_int(recovery_floor_span, "recovery_floor_span")
         fu = unit if floor_unit is None else floor_unit
         tu = unit if truncator_unit is None else truncator_unit
         for name, s in (("unit", unit), ("floor_unit", fu), ("truncator_unit", tu)):
@@ -189,17 +190,18 @@ summarized or spilled
         return self._line
 
     def _range(self, lo: int, hi: int) -> None:
-        _int(lo, "range[0]")
-        _int(hi, "range[1]")
+        check_int(lo, "range[0]")
+        check_int(hi, "range[1]")
         n = self._core.n
         if not 0 <= lo <= hi <= n:
             raise ValueError(f"range: [{lo}, {hi}) is not an interval inside the history [0, {n})")
 
     def append(self, count: int = 1) -> None:
         """Record ``count`` appended units (``count >= 0``)."""
-        _int(count, "count")
-        if count < 0:
-            raise ValueError(f"count: expected a count >= 0, got {count}")
+        check_int(count, "count")
+        problem = count_problem(count)
+        if problem is not None:
+            raise ValueError(f"{problem[0]}: {problem[1]}")
         with self._lock:
             if self._writer is not None:
                 self._writer.append(count)
@@ -241,8 +243,8 @@ summarized or spilled
     ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
         if summary is not None and not isinstance(summary, str):
             raise TypeError(f"summary: expected a summary id (string) or None, got {summary!r}")
-        saw_t = None if saw is None else _ids(saw, "saw")
-        keeps_t = _ids(keeps, "keeps")
+        saw_t = None if saw is None else check_ids(saw, "saw")
+        keeps_t = check_ids(keeps, "keeps")
         problem = self._core.lineage_problem(summary, saw_t, keeps_t, new=new)
         if problem is not None:
             raise ValueError(f"{problem[0]}: {problem[1]}")
@@ -276,8 +278,8 @@ summarized or spilled
             and type(i) is tuple and len(i) == 2 and type(i[0]) is int and type(i[1]) is int
             and type(c) is tuple and len(c) == 2 and type(c[0]) is int and type(c[1]) is int
         ):
-            i, c = _pair(i, "summary_input"), _pair(c, "summary_covers")
-            _int(tail_start, "tail_start")
+            i, c = check_pair(i, "summary_input"), check_pair(c, "summary_covers")
+            check_int(tail_start, "tail_start")
         if saw is not None or keeps:
             saw, keeps = self._lineage(None, saw, keeps, new=False)
         p = self.profile if profile is None else profile
@@ -321,8 +323,8 @@ summarized or spilled
         """
         if override is not None and (not isinstance(override, str) or not override.strip()):
             raise ValueError("override: give a non-empty reason to commit a refused compaction")
-        i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
-        _int(tail_start, "tail_start")
+        i, c = check_pair(summary_input, "summary_input"), check_pair(summary_covers, "summary_covers")
+        check_int(tail_start, "tail_start")
         with self._lock:
             saw_t, keeps_t = self._lineage(summary, saw, keeps, new=True)
             core = self._core
@@ -350,8 +352,8 @@ summarized or spilled
             raise TypeError(f"decision: expected a Decision, got {decision!r}")
         if decision.allowed:
             raise ValueError("log_refusal: the decision allows; only refusals are logged as such")
-        i, c = _pair(summary_input, "summary_input"), _pair(summary_covers, "summary_covers")
-        _int(tail_start, "tail_start")
+        i, c = check_pair(summary_input, "summary_input"), check_pair(summary_covers, "summary_covers")
+        check_int(tail_start, "tail_start")
         with self._lock:
             self._log_refusal(decision, i, c, tail_start)
 
@@ -494,27 +496,3 @@ def _check_lineage(core: LedgerCore, ev: Compact, where: str) -> None:
     if problem is not None:
         raise EventLogError(where, ev.line, *problem)
 
-
-def _int(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{field}: expected an integer, got {type(value).__name__} {value!r}")
-    return value
-
-
-def _pair(value: object, field: str) -> Pair:
-    if type(value) is tuple and len(value) == 2 and type(value[0]) is int \
-            and type(value[1]) is int:
-        return value
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{field}: expected a pair (lo, hi), got {value!r}")
-    return (_int(value[0], f"{field}[0]"), _int(value[1], f"{field}[1]"))
-
-
-def _ids(value: object, field: str) -> tuple[str, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
-        raise TypeError(f"{field}: expected a list of summary ids (strings), got {value!r}")
-    out = tuple(sorted(value)) if isinstance(value, (set, frozenset)) else tuple(value)
-    for i, sid in enumerate(out):
-        if not isinstance(sid, str):
-            raise TypeError(f"{field}[{i}]: expected a summary id (string), got {sid!r}")
-    return out

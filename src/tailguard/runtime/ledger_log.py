@@ -40,6 +40,7 @@ import os
 import stat
 from typing import TextIO
 
+from tailguard.base.args import is_int
 from tailguard.base.errors import LogFailedError as LogFailedError
 
 __all__ = ["LogFailedError", "LogSink"]
@@ -56,7 +57,7 @@ def _descriptor(stream: object) -> int | None:
         fd = fileno()
     except (OSError, ValueError, io.UnsupportedOperation):  # StringIO, a closed or fake file
         return None
-    return fd if isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0 else None
+    return fd if is_int(fd) and fd >= 0 else None
 
 
 class LogSink:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tailguard.base.args import is_int
 from tailguard.base.errors import PolicyError
 
 # What a knob's TOML value may be:
@@ -105,7 +106,7 @@ def read_knob(knob: Knob, value: Any, fail: Callable[[str, str], PolicyError], w
     if value is False and off:
         return None
     if knob.kind in ("count", "count_or_off"):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_int(value):
             alt = " or false (off)" if off else ""
             raise fail(knob.name, f"expected an integer{alt}, got {value!r}")
         if value < knob.minimum:
@@ -124,7 +125,7 @@ def read_knob(knob: Knob, value: Any, fail: Callable[[str, str], PolicyError], w
             raise fail(knob.name, "a fraction of the window needs `window` (the model profile's "
                                   "max_input_tokens)")
         return (kind, float(amount))
-    if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+    if not is_int(amount) or amount <= 0:
         raise fail(knob.name, f"{kind} must be an integer > 0, got {amount!r}")
     return (kind, amount)
 

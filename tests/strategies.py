@@ -14,7 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-Pair = tuple[int, int]
+from tailguard.base.vocab import Pair
+
 Case = dict[str, Any]
 
 KNOWN_UNITS = ("turns", "messages", "tokens")

@@ -44,6 +44,7 @@ from hypothesis.stateful import (
 
 from tailguard._generated.checker import Decision, check_case
 from tailguard.audit.replay import replay
+from tailguard.base.vocab import Pair
 from tailguard.cli.main import main
 from tailguard.runtime.eventlog import iter_events
 from tailguard.runtime.ledger import Ledger
@@ -58,7 +59,6 @@ from tests.lineage_oracle import (
     union_of,
 )
 
-Pair = tuple[int, int]
 CANONICAL = re.compile(r"0|[1-9][0-9]*")  # what a default (ordinal) id looks like
 
 # explicit ids never look like an ordinal ("07" does not), so they never collide with one

@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from tailguard._generated.checker import check_case
 from tailguard.audit.replay import Verdict, replay
+from tailguard.base.vocab import Pair
 from tailguard.pipeline.model import FLOOR_INPUT, PROFILES, SUMMARY_DROPPED, Profile, State, step
 from tailguard.pipeline.policy import Compact, Policy, Spill as SpillStage, Stage, Truncate, load_policy
 from tailguard.pipeline.solver import decide
@@ -42,7 +43,6 @@ from tailguard.pipeline.trace import SessionLog, render_jsonl, session_log
 from tailguard.runtime.eventlog import Compact as CompactLine, Session, Spill, Truncate as TruncateLine, iter_events
 from tests.cli_helpers import run_cli
 
-Pair = tuple[int, int]
 EX = Path(__file__).resolve().parents[1] / "examples" / "policies"
 
 

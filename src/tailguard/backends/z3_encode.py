@@ -22,7 +22,7 @@ import z3
 from tailguard.speclang import ast
 from tailguard.speclang.load import Profile, Spec
 
-Pair = tuple[Any, Any]  # (lo, hi) of z3 ArithRef
+ZPair = tuple[Any, Any]  # (lo, hi) of z3 ArithRef
 SetPred = Callable[[Any], Any]  # ArithRef -> BoolRef
 
 _fresh = itertools.count()
@@ -45,10 +45,10 @@ class ZList:
 
     length: Any
 
-    def forall(self, body: Callable[[Pair], Any]) -> Any:
+    def forall(self, body: Callable[[ZPair], Any]) -> Any:
         raise NotImplementedError
 
-    def exists(self, body: Callable[[Pair], Any]) -> Any:
+    def exists(self, body: Callable[[ZPair], Any]) -> Any:
         raise NotImplementedError
 
     def mem(self, x: Any) -> Any:
@@ -60,7 +60,7 @@ class ZList:
     def wf(self) -> Any:
         raise NotImplementedError
 
-    def plus(self, pair: Pair) -> ZList:
+    def plus(self, pair: ZPair) -> ZList:
         """This list with one more interval (appended)."""
         return PlusList(self, pair)
 
@@ -68,14 +68,14 @@ class ZList:
 class PlusList(ZList):
     """``base`` followed by one more interval."""
 
-    def __init__(self, base: ZList, pair: Pair) -> None:
+    def __init__(self, base: ZList, pair: ZPair) -> None:
         self.base, self.pair = base, pair
         self.length = base.length + 1
 
-    def forall(self, body: Callable[[Pair], Any]) -> Any:
+    def forall(self, body: Callable[[ZPair], Any]) -> Any:
         return z3.And(self.base.forall(body), body(self.pair))
 
-    def exists(self, body: Callable[[Pair], Any]) -> Any:
+    def exists(self, body: Callable[[ZPair], Any]) -> Any:
         return z3.Or(self.base.exists(body), body(self.pair))
 
     def wf(self) -> Any:
@@ -94,14 +94,14 @@ class ArrayList(ZList):
         self.hi = z3.Array(f"{name}.hi", z3.IntSort(), z3.IntSort())
         self.length = z3.Int(f"{name}.len")
 
-    def at(self, i: Any) -> Pair:
+    def at(self, i: Any) -> ZPair:
         return (z3.Select(self.lo, i), z3.Select(self.hi, i))
 
-    def forall(self, body: Callable[[Pair], Any]) -> Any:
+    def forall(self, body: Callable[[ZPair], Any]) -> Any:
         i = fresh_int("i")
         return z3.ForAll([i], z3.Implies(z3.And(i >= 0, i < self.length), body(self.at(i))))
 
-    def exists(self, body: Callable[[Pair], Any]) -> Any:
+    def exists(self, body: Callable[[ZPair], Any]) -> Any:
         i = fresh_int("i")
         return z3.Exists([i], z3.And(i >= 0, i < self.length, body(self.at(i))))
 
@@ -120,7 +120,7 @@ class ArrayList(ZList):
 class FixedList(ZList):
     """Bounded: explicit pairs (symbolic or concrete); the first ``length`` count."""
 
-    def __init__(self, pairs: Sequence[Pair], length: Any | None = None) -> None:
+    def __init__(self, pairs: Sequence[ZPair], length: Any | None = None) -> None:
         self.pairs = list(pairs)
         self.length = z3.IntVal(len(self.pairs)) if length is None else length
 
@@ -136,10 +136,10 @@ class FixedList(ZList):
     def _guard(self, i: int) -> Any:
         return z3.IntVal(i) < self.length
 
-    def forall(self, body: Callable[[Pair], Any]) -> Any:
+    def forall(self, body: Callable[[ZPair], Any]) -> Any:
         return z3.And([z3.Implies(self._guard(i), body(p)) for i, p in enumerate(self.pairs)] or [True])
 
-    def exists(self, body: Callable[[Pair], Any]) -> Any:
+    def exists(self, body: Callable[[ZPair], Any]) -> Any:
         return z3.Or([z3.And(self._guard(i), body(p)) for i, p in enumerate(self.pairs)] or [False])
 
     def wf(self) -> Any:
@@ -308,7 +308,7 @@ class Encoder:
                 for source_name in srcs:
                     src = self.value(source_name, local)
 
-                    def body(p: Pair, _v: str = v) -> Any:
+                    def body(p: ZPair, _v: str = v) -> Any:
                         inner = dict(local)
                         inner[_v] = p
                         return self.expr(qbody, inner)

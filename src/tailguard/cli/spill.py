@@ -11,6 +11,7 @@ import json
 import sys
 from typing import BinaryIO, TextIO
 
+from tailguard.base.vocab import Pair
 from tailguard.spill import (
     UNITS,
     CorruptRecordError,
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _put(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    rng: tuple[int, int] | None = None
+    rng: Pair | None = None
     if args.range is not None:
         lo, hi = args.range
         if lo < 0 or lo > hi:

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tailguard.base.vocab import UNITS
 from tailguard.conform.protocol import Child, ProtocolFailure, Response, request_line
 from tailguard.conform.vectors import Vector
 
@@ -106,9 +107,6 @@ class Outcome:
         return 1 if self.mismatches else 0
 
 
-KNOWN_UNITS = ("turns", "messages", "tokens")
-
-
 def random_case(rng: random.Random) -> dict[str, Any]:
     """A small case around shared endpoints: mostly well formed, sometimes not (stdlib only)."""
     n = rng.randint(0, 16)
@@ -124,8 +122,8 @@ def random_case(rng: random.Random) -> dict[str, Any]:
     def pairs() -> list[list[int]]:
         return [pair() for _ in range(rng.choice((0, 0, 1, 1, 2, 3)))]
 
-    unit = rng.choice(KNOWN_UNITS)
-    other = rng.choice((unit, unit, unit, *KNOWN_UNITS, "Turns"))
+    unit = rng.choice(UNITS)
+    other = rng.choice((unit, unit, unit, *UNITS, "Turns"))
     F = rng.choice((rng.randint(0, 5), n, n + 1, rng.randint(0, n), end()))
     t = rng.choice((n, n - F, max(0, n - F), end(), rng.randint(0, n)))
     return {

@@ -29,7 +29,7 @@ from tailguard._generated.checker import Decision
 from tailguard.base.vocab import UNITS, Pair
 from tailguard.oracles.reference import reference_seed, reference_strict
 
-Pairs = list[tuple[int, int]]
+Pairs = list[Pair]
 
 STRICT_ORDER = ("well_formed", "units_agree", "floor_in_input", "floor_in_tail",
                 "tail_intact", "seam_contiguous", "summary_honest", "no_hole")

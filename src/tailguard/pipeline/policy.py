@@ -16,10 +16,9 @@ from typing import Any, Literal
 from tailguard.base.args import is_int
 from tailguard.base.errors import PolicyError as PolicyError
 from tailguard.base.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_POLICY_BYTES
-from tailguard.base.vocab import UNITS
+from tailguard.base.vocab import UNITS, Unit
 from tailguard.pipeline.presets import expand
 
-Unit = Literal["turns", "tokens", "messages"]
 Input = Literal["candidates", "all"]
 INPUTS: tuple[str, ...] = ("candidates", "all")
 Placement = Literal["separate", "message"]

@@ -41,6 +41,7 @@ from typing import IO, Any, NamedTuple, TextIO
 from tailguard.base import jsonstrict
 from tailguard.base.args import count_problem, ids_problem
 from tailguard.base.errors import EventLogError as EventLogError
+from tailguard.base.vocab import Pair
 
 __all__ = [
     "Append",
@@ -83,8 +84,8 @@ class Truncate(NamedTuple):
 
 class Compact(NamedTuple):
     line: int
-    summary_input: tuple[int, int]
-    summary_covers: tuple[int, int]
+    summary_input: Pair
+    summary_covers: Pair
     tail_start: int
     override: str | None
     summary: str | None = None  # the new summary's id; None: its ordinal among compactions
@@ -108,11 +109,11 @@ class Refusal(NamedTuple):
     """An attempted compaction that the guard refused and that was not committed."""
 
     line: int
-    summary_input: tuple[int, int]
-    summary_covers: tuple[int, int]
+    summary_input: Pair
+    summary_covers: Pair
     tail_start: int
     failed: tuple[str, ...]
-    holes: tuple[tuple[int, int], ...]
+    holes: tuple[Pair, ...]
 
 
 Event = Session | Append | Truncate | Compact | Spill | EvictSummary | Refusal
@@ -167,14 +168,14 @@ def _opt_str(obj: dict[str, Any], field: str) -> str | None:
     return value
 
 
-def _pairs(obj: dict[str, Any], field: str) -> tuple[tuple[int, int], ...]:
+def _pairs(obj: dict[str, Any], field: str) -> tuple[Pair, ...]:
     value = obj.get(field, [])
     if type(value) is not list:
         raise _Bad(field, f"expected a list of [lo, hi] pairs, got {_describe(value)}")
     return tuple(_pair({f"{field}[{i}]": v}, f"{field}[{i}]") for i, v in enumerate(value))
 
 
-def _pair(obj: dict[str, Any], field: str) -> tuple[int, int]:
+def _pair(obj: dict[str, Any], field: str) -> Pair:
     value = obj.get(field)
     if type(value) is list and len(value) == 2 and type(value[0]) is int and type(value[1]) is int:
         return (value[0], value[1])
@@ -430,8 +431,8 @@ class EventWriter:
 
     def compact(
         self,
-        summary_input: tuple[int, int],
-        summary_covers: tuple[int, int],
+        summary_input: Pair,
+        summary_covers: Pair,
         tail_start: int,
         override: str | None = None,
     ) -> None:
@@ -447,8 +448,8 @@ class EventWriter:
 
     def compact_lineage(
         self,
-        summary_input: tuple[int, int],
-        summary_covers: tuple[int, int],
+        summary_input: Pair,
+        summary_covers: Pair,
         tail_start: int,
         override: str | None,
         summary: str | None,
@@ -477,11 +478,11 @@ class EventWriter:
 
     def refusal(
         self,
-        summary_input: tuple[int, int],
-        summary_covers: tuple[int, int],
+        summary_input: Pair,
+        summary_covers: Pair,
         tail_start: int,
         failed: tuple[str, ...],
-        holes: tuple[tuple[int, int], ...],
+        holes: tuple[Pair, ...],
     ) -> None:
         self._write({
             "event": "refusal",

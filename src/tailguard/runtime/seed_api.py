@@ -24,7 +24,7 @@ def assert_compaction_safe(
     summary_input_start: int,
     tail_start: int,
     recovery_floor_span: int,
-    prior_truncations: list[tuple[int, int]],
+    prior_truncations: list[Pair],
     floor_unit: str,
     truncator_unit: str,
 ) -> None:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 
 from tailguard.base import jsonstrict
 from tailguard.base.jsonstrict import MAX_RECORD_BYTES
+from tailguard.base.vocab import Pair
 from tailguard.spill import _fsutil
 from tailguard.spill._interface import (
     HANDLE_SCHEME,
@@ -103,7 +104,7 @@ def decode_record(raw: bytes) -> SpillRecord:
         raise ValueError(f"bad unit {unit!r}")
     if not isinstance(when, str):
         raise ValueError(f"bad time {when!r}")
-    pair: tuple[int, int] | None = None
+    pair: Pair | None = None
     if rng is not None:
         if (
             not isinstance(rng, list)
@@ -184,7 +185,7 @@ class FileSpillStore:
         data: bytes | bytearray | memoryview,
         *,
         session: str | None = None,
-        range: tuple[int, int] | None = None,
+        range: Pair | None = None,
         unit: str | None = None,
     ) -> str:
         """Store ``data`` durably, index it, and return its handle ``sha256:<hex>``.

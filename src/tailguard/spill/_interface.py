@@ -22,7 +22,7 @@ from tailguard.base.errors import (
     SpillWriteError as SpillWriteError,
     StoreNotFoundError as StoreNotFoundError,
 )
-from tailguard.base.vocab import UNITS as UNITS
+from tailguard.base.vocab import UNITS as UNITS, Pair
 
 HANDLE_SCHEME = "sha256"
 
@@ -87,7 +87,7 @@ class SpillRecord:
     handle: str
     size: int
     session: str | None
-    range: tuple[int, int] | None
+    range: Pair | None
     unit: str | None
     time: str  # ISO 8601, UTC, microseconds: "2026-11-30T23:00:00.000000Z"
 
@@ -128,7 +128,7 @@ class VerifyReport:
 
 def check_put_arguments(
     data: object, session: object, range: object, unit: object
-) -> tuple[str | None, tuple[int, int] | None, str | None]:
+) -> tuple[str | None, Pair | None, str | None]:
     """Validate put arguments before anything touches storage; returns them normalized."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise InvalidSpillArgument(f"data must be bytes, got {type(data).__name__}")
@@ -171,7 +171,7 @@ class SpillStore(Protocol):
         data: bytes,
         *,
         session: str | None = None,
-        range: tuple[int, int] | None = None,
+        range: Pair | None = None,
         unit: str | None = None,
     ) -> str: ...
 

@@ -6,6 +6,7 @@ import builtins
 import hashlib
 from datetime import UTC, datetime
 
+from tailguard.base.vocab import Pair
 from tailguard.spill._interface import (
     CorruptRecordError,
     Problem,
@@ -32,7 +33,7 @@ class MemorySpillStore:
         data: bytes | bytearray | memoryview,
         *,
         session: str | None = None,
-        range: tuple[int, int] | None = None,
+        range: Pair | None = None,
         unit: str | None = None,
     ) -> str:
         """Keep a copy of ``data`` and index it; raises ``SpillWriteError`` when told to fail."""

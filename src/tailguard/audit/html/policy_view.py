@@ -21,6 +21,7 @@ from tailguard.audit.html.page import page
 from tailguard.audit.html.session_data import collect
 from tailguard.audit.html.session_view import render_session
 from tailguard.audit.html.svg import esc, fmt, patterns
+from tailguard.base.vocab import Pair
 from tailguard.pipeline.model import Event, Profile, State, step
 from tailguard.pipeline.policy import Compact, Policy, Truncate
 from tailguard.pipeline.report import Report, describe_stage, explain, hint
@@ -83,7 +84,7 @@ def simulate(policy: Policy, trace: Sequence[int], profile: Profile, messages: S
         events: list[Event] = []
         found = step(policy, state, size, events, profile, count, number in failures)
         st = Step(number, size, peak, {u: state.occupancy(policy, u) for u in units})
-        pending: tuple[int, int] | None = None
+        pending: Pair | None = None
         for k, ev in enumerate(events):
             if ev.kind == "truncate":
                 pending = (ev.data[0], ev.data[1])

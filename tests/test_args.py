@@ -41,7 +41,7 @@ def test_an_integer_is_an_int_and_not_a_bool(value: object, expected: bool) -> N
 
 def test_check_int_returns_the_value_itself_or_names_the_field() -> None:
     assert check_int(5, "x") == 5
-    assert check_int(Size.LARGE, "x") is Size.LARGE  # an int subclass passes, unchanged
+    assert check_int(Size.LARGE, "x") is Size.LARGE  # an int subclass passes, as given
     for value, shown in ((True, "bool True"), (2.5, "float 2.5"), ("3", "str '3'"), (None, "NoneType None")):
         with pytest.raises(TypeError) as info:
             check_int(value, "count")
@@ -49,8 +49,7 @@ def test_check_int_returns_the_value_itself_or_names_the_field() -> None:
 
 
 def test_check_pair_returns_a_tuple_of_the_two_integers() -> None:
-    same = (3, 4)
-    assert check_pair(same, "p") is same
+    assert check_pair((3, 4), "p") == (3, 4)
     assert check_pair([3, 4], "p") == (3, 4) and type(check_pair([3, 4], "p")) is tuple
     got = check_pair((Size.SMALL, 4), "p")
     assert got == (2, 4) and got[0] is Size.SMALL

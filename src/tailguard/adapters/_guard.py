@@ -133,7 +133,7 @@ def guard_options(options: GuardOptions | None, adapter: str, defaults: dict[str
         if not isinstance(options, GuardOptions):
             raise TypeError(f"options: expected a GuardOptions, got {type(options).__name__}")
         if given:
-            raise TypeError(f"{adapter}: give options= or the keywords {', '.join(sorted(given))}, not both "
+            raise TypeError(f"{adapter}: give options= or {', '.join(f'{k}=' for k in sorted(given))}, not both "
                             "(dataclasses.replace(options, ...) changes a field)")
         return options
     chosen = {**(defaults or {}), **given}

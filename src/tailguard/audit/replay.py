@@ -11,17 +11,19 @@ from typing import Any, NamedTuple
 
 from tailguard._generated.checker import Decision
 from tailguard.runtime.eventlog import (
+    Adopt,
     Append,
     Compact,
     Event,
     EventLogError,
     EvictSummary,
     Refusal,
+    Resume,
     Session,
     Spill,
     Truncate,
 )
-from tailguard.runtime.ledger import _check_lineage
+from tailguard.runtime.ledger import _check_lineage, resume_problem
 from tailguard.runtime.ledger_core import PROFILES, LedgerCore
 from tailguard.runtime.ledger_explain import explain as _explain
 
@@ -118,5 +120,14 @@ def replay(
             core.evict(ev.summary, ev.line)
         elif type(ev) is Refusal:
             yield ev
+        elif type(ev) is Adopt:
+            problem = core.adopt_problem(ev.hi, ev.summary or "adopted")
+            if problem is not None:
+                raise EventLogError(source, ev.line, *problem)
+            core.adopt(ev.hi, ev.summary or "adopted", ev.line)
+        elif type(ev) is Resume:
+            problem = resume_problem(core, ev)
+            if problem is not None:
+                raise EventLogError(source, ev.line, *problem)
         else:
             raise ValueError(f"line {ev.line}: a second session header")

@@ -40,7 +40,9 @@ def _outcome(fn: Any) -> tuple[str, object]:
 def _shifted(outcome: tuple[str, object], at: int) -> tuple[str, object]:
     """``outcome`` with every ``line N`` past ``at`` named one line earlier (the resume line)."""
     def fix(text: str) -> str:
-        return re.sub(r"line (\d+)", lambda m: f"line {int(m[1]) - (int(m[1]) > at)}", text)
+        def lines(m: re.Match[str]) -> str:
+            return m[1] + re.sub(r"\d+", lambda k: str(int(k[0]) - (int(k[0]) > at)), m[2])
+        return re.sub(r"(lines? )(\d+(?:(?:, | to | and )\d+)*)", lines, text)
     return _earlier(*_fix_with(outcome, fix))
 
 
@@ -48,7 +50,7 @@ def _earlier(kind: str, value: object) -> tuple[str, object]:
     """Where a snapshot keeps no line (a summary id used before it, whose summary left the
     context), messages say ``line L or earlier``: compare that part as ``line #``."""
     def fix(text: str) -> str:
-        return re.sub(r"(already used at|created at) line \d+( or earlier)?", r"\1 line #", text)
+        return re.sub(r"(already used at line|created at line) \d+( or earlier)?", r"\1 #", text)
     return _fix_with((kind, value), fix)
 
 

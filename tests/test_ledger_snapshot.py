@@ -1,0 +1,246 @@
+"""``Ledger.snapshot()`` / ``Ledger.restore()`` (spec 1.2, SPEC.md section 11).
+
+The property: a ledger restored from a snapshot (through JSON text) decides every continuation
+exactly as the ledger that wrote it: the same decisions, the same refusal sentences, the same
+errors for bad calls, and the same log lines after the restore's ``resume`` line. Then the
+errors a user meets: a snapshot of another version, another session, altered, or not the state
+of the log it claims to continue.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tailguard import Ledger
+from tailguard.audit.replay import replay
+from tailguard.base.errors import LogFailedError, SnapshotError, UnrecoverableCompactionError
+from tailguard.runtime.eventlog import iter_events
+from tailguard.runtime.snapshot import state_digest
+
+PROFILES = ("strict", "partitioned", "seed")
+
+
+def _outcome(fn: Any) -> tuple[str, object]:
+    try:
+        return ("ok", fn())
+    except UnrecoverableCompactionError as exc:
+        return ("refused", (str(exc), exc.failed, exc.holes))
+    except (ValueError, TypeError) as exc:
+        return (type(exc).__name__, str(exc))
+
+
+def _shifted(outcome: tuple[str, object], at: int) -> tuple[str, object]:
+    """``outcome`` with every ``line N`` past ``at`` named one line earlier (the resume line)."""
+    def fix(text: str) -> str:
+        def lines(m: re.Match[str]) -> str:
+            return m[1] + re.sub(r"\d+", lambda k: str(int(k[0]) - (int(k[0]) > at)), m[2])
+        return re.sub(r"(lines? )(\d+(?:(?:, | to | and )\d+)*)", lines, text)
+    return _earlier(*_fix_with(outcome, fix))
+
+
+def _earlier(kind: str, value: object) -> tuple[str, object]:
+    """Where a snapshot keeps no line (a summary id used before it, whose summary left the
+    context), messages say ``line L or earlier``: compare that part as ``line #``."""
+    def fix(text: str) -> str:
+        return re.sub(r"(already used at line|created at line) \d+( or earlier)?", r"\1 #", text)
+    return _fix_with((kind, value), fix)
+
+
+def _fix_with(outcome: tuple[str, object], fix: Any) -> tuple[str, object]:
+    kind, value = outcome
+    if kind == "refused":
+        msg, failed, holes = value  # type: ignore[misc]
+        return kind, (fix(msg), failed, holes)
+    if kind == "ok" and isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
+        return kind, (value[0], [fix(x) for x in value[1]])
+    return kind, value if not isinstance(value, str) else fix(value)
+
+
+def _step(data: st.DataObject, led: Ledger, k: int) -> tuple[str, Any]:
+    """Draw one operation for ``led``'s current state (valid or not): (name, kwargs)."""
+    n = led.history_end
+    ids = list(led.summaries)
+    kind = data.draw(st.sampled_from(["append", "append", "truncate", "spill", "commit", "commit",
+                                      "decide", "evict"]), label=f"op{k}")
+    point = st.integers(0, n + 1)
+    if kind == "append":
+        return kind, {"count": data.draw(st.integers(0, 6))}
+    if kind in ("truncate", "spill"):
+        lo = data.draw(point)
+        return kind, {"lo": lo, "hi": data.draw(st.integers(lo, n + 1))}
+    if kind == "evict":
+        pool = [*ids, "nope"]
+        return kind, {"summary": data.draw(st.sampled_from(pool))}
+    a = data.draw(point)
+    b = data.draw(st.integers(a, n + 1))
+    c = data.draw(point)
+    d = data.draw(st.integers(c, n + 1))
+    t = data.draw(point)
+    args: dict[str, Any] = {"summary_input": (a, b), "summary_covers": (c, d), "tail_start": t}
+    if data.draw(st.booleans()):
+        args["saw"] = data.draw(st.lists(st.sampled_from(ids), unique=True)) if ids else []
+    if ids and data.draw(st.booleans()):
+        args["keeps"] = data.draw(st.lists(st.sampled_from(ids), unique=True))
+    if kind == "commit":
+        if data.draw(st.booleans()):
+            args["summary"] = data.draw(st.sampled_from(["x", "y", "z", "0", "1", *ids]))
+        if data.draw(st.booleans()):
+            args["override"] = "because"
+    return kind, args
+
+
+def _apply(led: Ledger, kind: str, args: dict[str, Any]) -> tuple[str, object]:
+    if kind == "append":
+        return _outcome(lambda: led.append(**args))
+    if kind == "truncate":
+        return _outcome(lambda: led.truncate(**args))
+    if kind == "spill":
+        return _outcome(lambda: led.spill(**args))
+    if kind == "evict":
+        return _outcome(lambda: led.evict_summary(**args))
+    if kind == "decide":
+        def both() -> object:
+            d = led.decide(**args)
+            sentences = led.explain(d, **args) if not d.allowed else []
+            return d, sentences
+        return _outcome(both)
+    return _outcome(lambda: led.commit(**args))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), profile=st.sampled_from(PROFILES), F=st.integers(0, 5),
+       unit=st.sampled_from(["turns", "messages", "tokens"]), adopt=st.integers(-1, 4))
+def test_a_restored_ledger_decides_every_continuation_alike(
+        data: st.DataObject, profile: str, F: int, unit: str, adopt: int) -> None:
+    log_a = io.StringIO()
+    a = Ledger(F, unit=unit, profile=profile, log=log_a, session_id="s")
+    if adopt >= 0:
+        a.adopt(adopt, reason="compacted before the guard came")
+    before = data.draw(st.integers(0, 12), label="steps before the snapshot")
+    for k in range(before):
+        kind, args = _step(data, a, k)
+        _apply(a, kind, args)
+    text = json.dumps(a.snapshot())
+    mark = len(log_a.getvalue())
+    log_b = io.StringIO()
+    b = Ledger.restore(json.loads(text), session_id="s", log=log_b)
+    assert b.history_end == a.history_end and b.summaries == a.summaries
+    assert b.next_summary_id == a.next_summary_id and b.unverified == a.unverified
+    assert state_digest(b.core) == state_digest(a.core)
+    after = data.draw(st.integers(1, 12), label="steps after")
+    at = json.loads(text)["log"]["lines"]  # b's log has its resume line there: later lines are one on
+    for k in range(after):
+        kind, args = _step(data, a, before + k)
+        assert _shifted(_apply(b, kind, args), at) == _earlier(*_apply(a, kind, args)), (kind, args)
+    resume, *rest_b = log_b.getvalue().splitlines()
+    assert json.loads(resume)["event"] == "resume"
+    assert rest_b == log_a.getvalue()[mark:].splitlines()
+    assert b.refusals == a.refusals
+
+
+def _session(tmp_path: Path) -> tuple[Ledger, Path]:
+    path = tmp_path / "s.jsonl"
+    f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - the ledger's log for the test's life
+    led = Ledger(2, unit="messages", profile="partitioned", log=f, session_id="alice")
+    led.append(10)
+    led.truncate(0, 1)
+    led.spill(0, 1, handle="sha256:x")
+    led.commit(summary_input=(1, 8), summary_covers=(1, 8), tail_start=8)
+    return led, path
+
+
+def test_restore_continues_the_log_and_the_audit_judges_it_as_one_session(tmp_path: Path) -> None:
+    led, path = _session(tmp_path)
+    snap = json.loads(json.dumps(led.snapshot()))
+    again = Ledger.restore(snap, session_id="alice", path=path)
+    again.append(5)
+    again.commit(summary_input=(8, 13), summary_covers=(8, 13), tail_start=13)
+    again.close()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[5]) == {"event": "resume", "snapshot": snap["state"]["digest"], "line": 5}
+    verdicts = [v for v in replay(iter_events(lines), profile="partitioned") if hasattr(v, "decision")]
+    assert [v.decision.decision for v in verdicts] == ["allow", "allow"]
+
+
+def test_a_snapshot_of_another_session_version_or_altered_is_refused(tmp_path: Path) -> None:
+    led, _ = _session(tmp_path)
+    snap = led.snapshot()
+    with pytest.raises(SnapshotError, match=r"^session_id: this is a snapshot of session 'alice', not 'bob'$"):
+        Ledger.restore(snap, session_id="bob")
+    with pytest.raises(SnapshotError, match=r"^version: snapshot version 2; this tailguard reads version 1"):
+        Ledger.restore({**snap, "version": 2})
+    with pytest.raises(SnapshotError, match=r"^format: not a tailguard ledger snapshot"):
+        Ledger.restore({"format": "x"})
+    altered = json.loads(json.dumps(snap))
+    altered["state"]["truncated"] = []
+    with pytest.raises(SnapshotError, match=r"^integrity: the snapshot does not match its integrity digest"):
+        Ledger.restore(altered)
+    with pytest.raises(SnapshotError, match=r"^snapshot: expected a JSON object, got list$"):
+        Ledger.restore([])
+
+
+def test_a_snapshot_that_does_not_match_its_log_is_refused(tmp_path: Path) -> None:
+    led, path = _session(tmp_path)
+    snap = led.snapshot()
+    led.append(1)  # the log moves on past the snapshot
+    with pytest.raises(SnapshotError, match=r"^log: .* ends at byte \d+, the snapshot at byte \d+; the log has grown"):
+        Ledger.restore(snap, path=path)
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(path.read_bytes()[: snap["log"]["bytes"] - 3] + b"xx\n")
+    with pytest.raises(SnapshotError, match=r"the last line is not the one the snapshot saw"):
+        Ledger.restore(snap, path=other)
+    streamed = Ledger(1, log=io.StringIO()).snapshot()
+    with pytest.raises(SnapshotError, match=r"^log: this snapshot was not taken with a log file"):
+        Ledger.restore(streamed, path=path)
+
+
+def test_a_stale_or_rotated_writer_fails_loudly_and_never_cuts_another_writers_lines(tmp_path: Path) -> None:
+    led, path = _session(tmp_path)
+    snap = led.snapshot()
+    other = Ledger.restore(snap, path=path)  # a second process continues the session
+    other.append(2)
+    size = path.stat().st_size
+    with pytest.raises(LogFailedError, match=r"another writer continued it; restore the ledger"):
+        led.append(1)  # the first is stale: its state is not the log's any more
+    assert path.stat().st_size == size
+    with pytest.raises(LogFailedError):
+        led.decide(summary_input=(0, 1), summary_covers=(0, 1), tail_start=1)  # decides nothing more
+    os.rename(path, tmp_path / "rotated.jsonl")
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(LogFailedError, match=r"was replaced or rotated since this ledger opened it"):
+        other.append(1)
+    assert (tmp_path / "rotated.jsonl").stat().st_size == size
+
+
+def test_the_snapshot_stays_small_however_long_the_session(tmp_path: Path) -> None:
+    """O(merged intervals + summaries in the context): a long session of default ids."""
+    sizes = []
+    for rounds in (10, 1000):
+        led = Ledger(2, unit="messages", profile="partitioned")
+        for _ in range(rounds):
+            led.append(10)
+            n = led.history_end
+            led.commit(summary_input=(0, n - 2), summary_covers=(0, n - 2), tail_start=n - 2)
+        sizes.append(len(json.dumps(led.snapshot())))
+    assert sizes[1] - sizes[0] < 40, sizes
+
+
+def test_adopt_marks_the_offsets_unverified_and_follows_lineage() -> None:
+    led = Ledger(2, unit="messages", profile="partitioned", log=io.StringIO())
+    assert led.adopt(3, reason="thread compacted before the guard") == "adopted"
+    assert led.unverified == ((0, 3),) and led.summaries == ("adopted",)
+    led.append(6)
+    ok = led.decide(summary_input=(3, 7), summary_covers=(3, 7), tail_start=7)
+    assert ok.allowed  # the adopted summary is seen (default): [0, 3) recoverable, unverified
+    lost = led.decide(summary_input=(3, 7), summary_covers=(3, 7), tail_start=7, saw=[])
+    assert lost.failed == ("no_hole",) and lost.holes == ((0, 3),)
+    with pytest.raises(ValueError, match=r"^event: adopt must come before every other event"):
+        led.adopt(1, reason="again")

@@ -244,3 +244,62 @@ def test_adopt_marks_the_offsets_unverified_and_follows_lineage() -> None:
     assert lost.failed == ("no_hole",) and lost.holes == ((0, 3),)
     with pytest.raises(ValueError, match=r"^event: adopt must come before every other event"):
         led.adopt(1, reason="again")
+
+
+_WORKER = r'''
+import json, sys
+from tailguard import Ledger
+from tailguard.base.errors import LogFailedError, SnapshotError
+path, snap_in, snap_out, start = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+try:
+    if start == 0:
+        led = Ledger(2, unit="messages", profile="partitioned", log=open(path, "w"), session_id="t")
+    else:
+        led = Ledger.restore(json.load(open(snap_in)), session_id="t", path=path)
+    led.append(10)
+    n = led.history_end
+    lo = max(0, n - 12)
+    led.commit(summary_input=(lo, n - 2), summary_covers=(lo, n - 2), tail_start=n - 2)
+    json.dump(led.snapshot(), open(snap_out, "w"))
+    print("ok")
+except (LogFailedError, SnapshotError) as exc:
+    print("refused:", exc)
+'''
+
+
+def _worker(tmp_path: Path, log: Path, snap_in: str, snap_out: str, start: int) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", _WORKER, str(log), snap_in, snap_out, str(start)],
+                            stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+
+
+def test_processes_taking_turns_write_one_log_the_audit_judges_as_one_session(tmp_path: Path) -> None:
+    """Four processes continue one session in turn (each restores the last one's snapshot)."""
+    log = tmp_path / "t.jsonl"
+    for turn in range(4):
+        out = _worker(tmp_path, log, f"s{turn - 1}.json", f"s{turn}.json", turn).communicate()[0]
+        assert out == "ok\n", out
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x)["event"] for x in lines].count("resume") == 3
+    verdicts = [v for v in replay(iter_events(lines), profile="partitioned") if hasattr(v, "decision")]
+    assert [v.decision.allowed for v in verdicts] == [True] * 4
+    again = Ledger.from_log(log, profile="partitioned", append=False)
+    assert again.history_end == 40 and again.summaries == ("3",)
+
+
+def test_two_processes_continuing_one_snapshot_at_once_never_both_write(tmp_path: Path) -> None:
+    """Both restore the same snapshot and race: one continues, the other is refused loudly,
+    and the log stays one consistent session (its audit reads it whole)."""
+    log = tmp_path / "t.jsonl"
+    assert _worker(tmp_path, log, "-", "s0.json", 0).communicate()[0] == "ok\n"
+    for rnd in range(3):
+        procs = [_worker(tmp_path, log, f"s{rnd}.json", f"s{rnd + 1}-{k}.json", 1) for k in range(2)]
+        outs = [p.communicate()[0] for p in procs]
+        assert sorted(o.split(":")[0].strip() for o in outs) == ["ok", "refused"], outs
+        winner = next(k for k, o in enumerate(outs) if o == "ok\n")
+        os.replace(tmp_path / f"s{rnd + 1}-{winner}.json", tmp_path / f"s{rnd + 1}.json")
+    lines = log.read_text(encoding="utf-8").splitlines()
+    verdicts = [v for v in replay(iter_events(lines), profile="partitioned") if hasattr(v, "decision")]
+    assert len(verdicts) == 4 and all(v.decision.allowed for v in verdicts)

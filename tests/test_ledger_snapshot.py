@@ -233,6 +233,22 @@ def test_the_snapshot_stays_small_however_long_the_session(tmp_path: Path) -> No
     assert sizes[1] - sizes[0] < 40, sizes
 
 
+def test_the_snapshot_stays_small_when_every_compaction_loses_a_summary_it_spilled() -> None:
+    """LangChain's trimmer drops the earlier summary every time (``saw=[]``); spill mode writes
+    what leaves first. The reasons kept for diagnostics cover only offsets a hole can still be."""
+    sizes = []
+    for rounds in (10, 400):
+        led = Ledger(2, unit="messages", profile="partitioned")
+        for _ in range(rounds):
+            cut = led.history_end
+            led.append(10)
+            n = led.history_end
+            led.spill(0, n - 2, handle="sha256:x")
+            led.commit(summary_input=(cut, n - 2), summary_covers=(cut, n - 2), tail_start=n - 2, saw=[])
+        sizes.append(len(json.dumps(led.snapshot())))
+    assert sizes[1] - sizes[0] < 60, sizes
+
+
 def test_adopt_marks_the_offsets_unverified_and_follows_lineage() -> None:
     led = Ledger(2, unit="messages", profile="partitioned", log=io.StringIO())
     assert led.adopt(3, reason="thread compacted before the guard") == "adopted"

@@ -10,8 +10,9 @@ exactly as the one that wrote it.
 Its size is O(merged intervals + summaries in the context): the truncation and spill unions as
 merged ranges, each summary in the context with its effective coverage, the ids already used
 (run-length ranges for ordinal ids, so a session that never names its summaries costs a
-constant), and, for diagnostics, which log lines truncated what. The raw history is there only
-for a ledger made with ``keep_history=True``.
+constant), and, for diagnostics, which log lines truncated what and why the offsets of a
+summary that left the context are lost (only where they are not spilled: where a hole can be).
+The raw history is there only for a ledger made with ``keep_history=True``.
 
 :func:`state_digest` hashes what decides in profiles strict and partitioned (history end,
 truncations, spills, unverified offsets, the summaries and their coverage, the ids used; the
@@ -144,8 +145,12 @@ def capture(core: LedgerCore) -> dict[str, Any]:
     state["origins"] = None if core.origins is None else {
         "merged": _rows(core.origins), "exact": _rows(core.origins._exact)}
     lc = core.lost_coverage
+    # why a departed summary's offsets are lost, only where a hole can still be: a spilled offset
+    # never is one again (spills are permanent), so a session that spills what it loses keeps
+    # this empty, whatever the number of compactions
     state["lost_coverage"] = None if lc is None else [
-        [lo, hi, why] for lo, hi, why in zip(lc._los, lc._his, lc._tags, strict=True)]
+        [g_lo, g_hi, why] for lo, hi, why in zip(lc._los, lc._his, lc._tags, strict=True)
+        for g_lo, g_hi in core.spilled.gaps(lo, hi)]
     state["history"] = None if core._hist_tr is None or core._hist_sp is None else {
         "truncations": [list(p) for p in core._hist_tr], "spills": [list(p) for p in core._hist_sp]}
     state["digest"] = state_digest(core)

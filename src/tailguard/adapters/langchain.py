@@ -47,7 +47,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, NotRequired
 
 from tailguard.adapters._guard import (
@@ -66,7 +66,14 @@ from tailguard.adapters._guard import (
     run_steps,
 )
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker, Plan
-from tailguard.adapters._spill_tool import decode_index, encode_index, encode_run, read_index, read_spill
+from tailguard.adapters._spill_tool import (
+    decode_index,
+    encode_index,
+    encode_run,
+    encode_spill,
+    read_index,
+    read_spill,
+)
 from tailguard.base.errors import SnapshotError
 from tailguard.base.vocab import Pair
 from tailguard.pipeline.presets.langchain import PRESET
@@ -575,11 +582,25 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
                                        kept=[keys[str(m.id)] for m in preserved])
 
     def _resolve(self, plan: Plan, sess: _Session, compaction: _Compaction) -> Resolution:
+        """Decide ``plan``. Under ``spill``, an adopted summary (history from before the guard) that
+        leaves the context unseen is spilled too: the message is all there is of its offsets."""
         held = {compaction.keys[str(m.id)]: m for m in compaction.to_summarize if not _is_summary(m)}
         tracker = sess.guard.tracker
+        unit = sess.guard.unit
+        adopted: dict[Pair, tuple[str, AnyMessage]] = {}
+        unverified = sess.guard.ledger.unverified
+        if self.options.on_refuse == "spill" and unverified and "adopted" in plan.dropped_summaries \
+                and "adopted" not in plan.saw:
+            key = next(k for k, s in tracker.summaries.items() if s == "adopted")
+            msg = next(m for m in compaction.to_summarize if compaction.keys[str(m.id)] == key)
+            adopted[unverified[0]] = (key, msg)
+            plan = replace(plan, deleted=(unverified[0], *plan.deleted))
 
         def payload(run: Pair) -> bytes:
-            return encode_run("langchain", sess.guard.unit, run, tracker, held, lambda m: messages_to_dict([m])[0])
+            if run in adopted:
+                key, msg = adopted[run]
+                return encode_spill("langchain", unit, run, [(run, key, messages_to_dict([msg])[0])])
+            return encode_run("langchain", unit, run, tracker, held, lambda m: messages_to_dict([m])[0])
 
         return sess.guard.resolve(plan, payload)
 

@@ -17,11 +17,19 @@ summary, the kept messages), the guard has
   and the graph state stays as it was, ``spill`` writes the messages about to be deleted to
   the store and proceeds, ``defer`` skips this compaction and logs the refusal.
 
-The summary message gets the id ``tailguard-summary-<id>`` and carries every spill handle of
-the session (in its text and in ``additional_kwargs["tailguard"]``); ``spill_reader_tool(store)``
-is a tool the agent calls with a handle to read the spilled messages back.
+The summary message gets the id ``tailguard-summary-<id>`` and names one handle, the session's
+spill index (in its text and in ``additional_kwargs["tailguard"]``, beside this compaction's own
+spills); ``spill_reader_tool(store)`` is a tool the agent calls with the index to list the
+spills and with a spill's handle to read its messages back.
 
-One middleware guards one session (one LangGraph thread): a second thread raises.
+One middleware serves any number of LangGraph threads (SPEC.md section 11): each thread's guard
+state is the agent-state key :data:`STATE_KEY` (private, checkpointed), restored per thread
+(an LRU of restored guards, used only when it is what the thread holds); each session writes
+its own log (``log=`` a directory or a function from session id to path); a lock per thread
+serializes its compactions. Without a checkpointer, messages are known by content and the state
+rides in the newest summary the guard wrote. A thread LangChain compacted before the guard came
+is adopted (``on_unknown_history``). Calls outside a graph run (``before_model(state, None)``)
+are one session of their own, :attr:`GuardedSummarizationMiddleware.guard`.
 
 The guard's options are one :class:`~tailguard.adapters._guard.GuardOptions` (``options=``), or
 the keywords above, from which it is built once; giving both is a ``TypeError``. A compaction

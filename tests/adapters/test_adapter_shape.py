@@ -81,7 +81,7 @@ def test_options_are_frozen_and_checked_when_built() -> None:
             GuardOptions(**{"recovery_floor_span": 1, **bad})
     with pytest.raises(TypeError, match="store: expected a SpillStore"):
         GuardOptions(recovery_floor_span=1, store=42)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="log: expected a path or a text stream"):
+    with pytest.raises(TypeError, match="log: expected a path, a directory, a text stream or a function"):
         GuardOptions(recovery_floor_span=1, log=42)  # type: ignore[arg-type]
 
 

@@ -35,7 +35,10 @@ Standard library only.
 from __future__ import annotations
 
 import enum
+import hashlib
 import os
+import re
+import threading
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,14 +52,19 @@ from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore, SpillStore
 
 __all__ = [
-    "ON_REFUSE", "STEPS", "UNSET", "CompactionGuard", "GuardOptions", "LogArg", "OnRefuse", "Resolution",
-    "StoreArg", "Unset", "arun_steps", "guard_options", "missing_framework", "run_steps",
+    "ON_REFUSE", "ON_UNKNOWN_HISTORY", "STEPS", "UNSET", "CompactionGuard", "GuardOptions", "LogArg", "OnRefuse",
+    "OnUnknownHistory", "Resolution", "SessionLogs", "StoreArg", "Unset", "arun_steps", "guard_options",
+    "log_file_name", "missing_framework", "run_steps",
 ]
 
 OnRefuse = Literal["halt", "spill", "defer"]
 ON_REFUSE: tuple[str, ...] = ("halt", "spill", "defer")
+OnUnknownHistory = Literal["adopt", "refuse"]
+ON_UNKNOWN_HISTORY: tuple[str, ...] = ("adopt", "refuse")
 StoreArg = SpillStore | str | os.PathLike[str] | None
-LogArg = str | os.PathLike[str] | TextIO | None
+#: A session's log: one file or stream (one session), a directory (one file per session id), or
+#: a function from session id to the path of that session's log.
+LogArg = str | os.PathLike[str] | TextIO | Callable[[str], "str | os.PathLike[str]"] | None
 
 #: The named steps of a compaction, in order; every adapter defines each of them (its own
 #: arguments: the framework's pieces), and its entry points call them in this order.
@@ -85,7 +93,12 @@ class GuardOptions:
     decides with; ``on_refuse`` is what a refusal does (``"halt"``, ``"spill"`` or
     ``"defer"``); ``store`` is the spill store (a :class:`~tailguard.spill.SpillStore`, or the
     directory of a :class:`~tailguard.spill.FileSpillStore`), required by ``"spill"``; ``log``
-    is where a session's event log goes (a path, which must be new or empty, or a text stream).
+    is where a session's event log goes: a path (new or empty) or a text stream for one
+    session, or, for an adapter that serves many sessions, an existing directory (one file per
+    session id, :func:`log_file_name`) or a function from session id to path.
+    ``on_unknown_history`` is what a guard does when it first meets history it did not record
+    (a summary it did not make): ``"adopt"`` records it as unverified (SPEC.md section 11.4)
+    and continues, ``"refuse"`` raises.
 
     Immutable and checked when built (``ValueError``/``TypeError`` name the field). It holds no
     session's state: the ledger, the offsets, the open log and the spills of a session are its
@@ -99,6 +112,7 @@ class GuardOptions:
     store: StoreArg = None
     log: LogArg = None
     profile: str = "partitioned"
+    on_unknown_history: OnUnknownHistory = "adopt"
 
     def __post_init__(self) -> None:
         span = self.recovery_floor_span
@@ -115,8 +129,13 @@ class GuardOptions:
             raise TypeError(f"store: expected a SpillStore or a directory path, got {type(self.store).__name__}")
         if self.on_refuse == "spill" and self.store is None:
             raise ValueError("on_refuse='spill' needs store=: a SpillStore or the directory of a FileSpillStore")
-        if self.log is not None and not isinstance(self.log, (str, os.PathLike)) and not hasattr(self.log, "write"):
-            raise TypeError(f"log: expected a path or a text stream, got {type(self.log).__name__}")
+        if self.log is not None and not isinstance(self.log, (str, os.PathLike)) and not hasattr(self.log, "write") \
+                and not callable(self.log):
+            raise TypeError(f"log: expected a path, a directory, a text stream or a function from session id "
+                            f"to path, got {type(self.log).__name__}")
+        if self.on_unknown_history not in ON_UNKNOWN_HISTORY:
+            raise ValueError(f"on_unknown_history: expected one of {', '.join(map(repr, ON_UNKNOWN_HISTORY))}, "
+                             f"got {self.on_unknown_history!r}")
 
 
 def guard_options(options: GuardOptions | None, adapter: str, defaults: dict[str, Any] | None = None,
@@ -168,18 +187,29 @@ class CompactionGuard:
         framework: str,
         units: tuple[str, ...] = ("messages", "tokens"),
         session: str | None = None,
+        ledger: Ledger | None = None,
+        tracker: OffsetTracker | None = None,
+        store: SpillStore | None = None,
+        owned: TextIO | None = None,
     ) -> None:
+        """``ledger`` (and its ``tracker``): a session opened by :class:`SessionLogs` (new or
+        restored), whose log the ledger already writes (``owned``: the file to close with it);
+        ``store``: the spill store already opened."""
         if options.floor_unit not in units:
             raise ValueError(f"floor_unit: {framework} offsets can be {' or '.join(map(repr, units))}, "
                              f"got {options.floor_unit!r}")
         self.options = options
         self.framework = framework
         self.session = session
-        self.store = _open_store(options.store)
-        self._log, self._owned = _open_log(options.log)
-        self.ledger = Ledger(options.recovery_floor_span, unit=options.floor_unit, profile=options.profile,
-                             log=self._log)
-        self.tracker = OffsetTracker(self.ledger)
+        self.store = store if store is not None else _open_store(options.store)
+        if ledger is None:
+            self._log, self._owned = _open_log(options.log)
+            ledger = Ledger(options.recovery_floor_span, unit=options.floor_unit, profile=options.profile,
+                            log=self._log)
+        else:
+            self._log, self._owned = None, owned
+        self.ledger = ledger
+        self.tracker = tracker if tracker is not None else OffsetTracker(self.ledger)
         self.spills: list[tuple[Pair, str]] = []  #: every spill of the session, oldest first
 
     @property
@@ -197,6 +227,8 @@ class CompactionGuard:
         if self._owned is not None:
             self._owned.close()
             self._owned = None
+        else:
+            self.ledger.close()
 
     def resolve(self, plan: Plan, payload: Callable[[Pair], bytes]) -> Resolution:
         """Decide ``plan`` before anything is deleted; ``payload(run)`` gives a run's spill bytes."""
@@ -245,17 +277,134 @@ def _open_store(store: StoreArg) -> SpillStore | None:
     return FileSpillStore(store, create=True)
 
 
+def open_store(store: StoreArg) -> SpillStore | None:
+    """The spill store ``GuardOptions.store`` names, opened (a directory becomes a
+    :class:`~tailguard.spill.FileSpillStore`)."""
+    return _open_store(store)
+
+
+def log_file_name(session_id: str) -> str:
+    """The file name of a session's log in a log directory: a hash of the session id (so two ids
+    never share a file, whatever their characters) and a readable slug of it."""
+    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", session_id).strip("._-")[:48] or "session"
+    return f"{digest}-{slug}.jsonl"
+
+
+class SessionLogs:
+    """Where each session's event log goes under ``GuardOptions.log``, and opening it.
+
+    - ``None``: no log.
+    - a text stream or a file path: **one** session's log. The first session this object opens
+      binds it; another session is an :class:`AdapterError` (give a directory or a function).
+    - an existing directory (or a path ending in ``/``, created): one file per session id,
+      named by :func:`log_file_name`.
+    - a function from session id to path: that session's log file.
+
+    A new session's file must be new or empty; its header names ``session_id``. A continued
+    session is restored from its snapshot with ``path=`` (the ledger checks that the file ends
+    where the snapshot says and appends a ``resume`` line). Thread-safe.
+    """
+
+    def __init__(self, log: LogArg) -> None:
+        self.log = log
+        self._lock = threading.Lock()
+        self._bound: str | None = None
+        self.kind: Literal["none", "stream", "file", "dir", "func"]
+        if log is None:
+            self.kind = "none"
+        elif isinstance(log, (str, os.PathLike)):
+            text = os.fspath(log)
+            if text.endswith(("/", os.sep)):
+                Path(text).mkdir(parents=True, exist_ok=True)
+            self.kind = "dir" if Path(text).is_dir() else "file"
+        elif hasattr(log, "write"):
+            self.kind = "stream"
+        else:
+            self.kind = "func"
+
+    @property
+    def per_session(self) -> bool:
+        """Whether every session gets its own log (a directory or a function)."""
+        return self.kind in ("dir", "func")
+
+    def path(self, session_id: str | None) -> Path | None:
+        """The log file of ``session_id`` (None for no log or a stream; a session without an id is
+        named ``default``)."""
+        session_id = "default" if session_id is None else session_id
+        if self.kind == "file":
+            return Path(self.log)  # type: ignore[arg-type]
+        if self.kind == "dir":
+            return Path(self.log) / log_file_name(session_id)  # type: ignore[arg-type]
+        if self.kind == "func":
+            target = self.log(session_id)  # type: ignore[misc,operator]
+            if not isinstance(target, (str, os.PathLike)):
+                raise TypeError(f"log: the function gave {type(target).__name__} for session {session_id!r}, "
+                                "expected a path")
+            return Path(target)
+        return None
+
+    def _claim(self, session_id: str | None) -> None:
+        if self.kind not in ("file", "stream"):
+            return
+        session_id = "<the session of calls outside a graph>" if session_id is None else session_id
+        with self._lock:
+            if self._bound is None:
+                self._bound = session_id
+            elif self._bound != session_id:
+                where = f"the file {os.fspath(self.log)}" if self.kind == "file" else "one stream"  # type: ignore[arg-type]
+                raise AdapterError(f"log: {where} holds the log of one session ({self._bound!r}); session "
+                                   f"{session_id!r} needs its own: give log= a directory or a function "
+                                   "from session id to path")
+
+    def start(self, options: GuardOptions, session_id: str | None) -> tuple[Ledger, TextIO | None]:
+        """A new session's ledger, its log opened (header naming ``session_id``); and the file
+        to close with it."""
+        self._claim(session_id)
+        owned: TextIO | None = None
+        stream: TextIO | None = None
+        path = self.path(session_id)
+        if path is not None:
+            if path.exists() and path.stat().st_size > 0:
+                raise AdapterError(f"log: {path} already holds a session; a new session {session_id!r} "
+                                   "starts a new log (give a new path, or continue the session from its state)")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            owned = stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - owned by the guard
+        elif self.kind == "stream":
+            stream = self.log  # type: ignore[assignment]
+        ledger = Ledger(options.recovery_floor_span, unit=options.floor_unit, profile=options.profile,
+                        log=stream, session_id=session_id)
+        return ledger, owned
+
+    def resume(self, snapshot: object, session_id: str | None) -> Ledger:
+        """A continued session's ledger from its snapshot (``SnapshotError`` when the snapshot is
+        not of ``session_id``, altered, or its log file does not end where it says)."""
+        self._claim(session_id)
+        path = self.path(session_id)
+        if path is not None:
+            return Ledger.restore(snapshot, session_id=session_id, path=path)
+        if self.kind == "stream":
+            return Ledger.restore(snapshot, session_id=session_id, log=self.log)  # type: ignore[arg-type]
+        return Ledger.restore(snapshot, session_id=session_id)
+
+
 def _open_log(log: LogArg) -> tuple[TextIO | None, TextIO | None]:
+    """A one-session adapter's log: a file (new or empty) or a stream."""
     if log is None:
         return None, None
     if isinstance(log, (str, os.PathLike)):
         path = Path(log)
+        if path.is_dir():
+            raise AdapterError(f"log: {path} is a directory; this adapter guards one session: give a file")
         if path.exists() and path.stat().st_size > 0:
             raise AdapterError(f"log: {path} already holds a session; an adapter starts a new one "
                                "(give a new path)")
         stream = open(path, "w", encoding="utf-8")  # noqa: SIM115 - owned by the guard
         return stream, stream
-    return log, None
+    if not hasattr(log, "write"):
+        raise AdapterError("log: this adapter guards one session; give a log file or a stream")
+    given: TextIO = log  # type: ignore[assignment]
+    return given, None
 
 
 Request = TypeVar("Request")

@@ -251,9 +251,6 @@ def test_the_state_key_is_bounded_by_the_context(tmp_path: Path) -> None:
     assert t.compactions >= 10 and max(sizes[20:]) < 1.05 * max(sizes[:20])
 
 
-@pytest.mark.xfail(strict=True, reason="runtime: Ledger.snapshot() keeps one 'lost_coverage' diagnostic per "
-                   "summary that left the context unseen, O(compactions) (SPEC.md 11.2 asks O(merged intervals "
-                   "+ summaries in the context)); reported, not the adapter's to fix")
 def test_the_ledger_snapshot_is_bounded_too(tmp_path: Path) -> None:
     sc = Scenario(tmp_path, "spill", "memory", random.Random(1))
     t = Thread("big")

@@ -202,6 +202,32 @@ def test_a_snapshot_that_does_not_match_its_log_is_refused(tmp_path: Path) -> No
         Ledger.restore(streamed, path=path)
 
 
+def test_refusal_lines_past_the_snapshot_do_not_stop_a_restore(tmp_path: Path) -> None:
+    """A halted compaction logs its refusal and raises, so the framework never saves the state
+    that would follow it: a new process restores the older snapshot, past a log that moved on only
+    by refusal lines (they change no state), and the audit reads the log as one session."""
+    led, path = _session(tmp_path)
+    snap = led.snapshot()
+    led.append(4)
+    with pytest.raises(UnrecoverableCompactionError):
+        led.commit(summary_input=(9, 12), summary_covers=(9, 12), tail_start=12)
+    with pytest.raises(SnapshotError, match="the log has grown"):
+        Ledger.restore(snap, path=path)  # an append is state: the snapshot is stale
+    led2, path2 = _session(tmp_path / "b") if (tmp_path / "b").mkdir() is None else (None, None)
+    assert led2 is not None and path2 is not None
+    snap2 = led2.snapshot()
+    for _ in range(2):
+        with pytest.raises(UnrecoverableCompactionError):
+            led2.commit(summary_input=(8, 9), summary_covers=(8, 9), tail_start=9)
+    again = Ledger.restore(snap2, path=path2)
+    assert again.refusals == 2
+    again.append(1)
+    again.close()
+    lines = path2.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[7]) == {"event": "resume", "snapshot": snap2["state"]["digest"], "line": 7}
+    assert list(replay(iter_events(lines), profile="partitioned"))  # one session: every line read
+
+
 def test_a_stale_or_rotated_writer_fails_loudly_and_never_cuts_another_writers_lines(tmp_path: Path) -> None:
     led, path = _session(tmp_path)
     snap = led.snapshot()

@@ -587,14 +587,16 @@ summarized or spilled
         led._line = pos["lines"]
         led.refusals = pos["refusals"]
         if path is not None:
-            led._sink = LogSink.continuing(path, pos, flush=flush, durable=durable)
+            led._sink, refused = LogSink.continuing(path, pos, flush=flush, durable=durable)
+            led._line += refused  # refusal lines past the snapshot: logged, no state to restore
+            led.refusals += refused
             led._writer = _writer(led._sink)
             weakref.finalize(led, led._sink.close)
         elif log is not None:
             led._sink = LogSink(log, flush=flush, durable=durable)
             led._writer = _writer(led._sink)
         if led._writer is not None:
-            led._writer.resume(state["digest"], pos["lines"])
+            led._writer.resume(state["digest"], led._line)
             led._next_line()
         return led
 

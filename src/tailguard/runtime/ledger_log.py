@@ -241,9 +241,12 @@ class LogSink:
     def continuing(
         cls, path: str | os.PathLike[str], position: Mapping[str, Any], *, flush: bool = True,
         durable: bool = False,
-    ) -> LogSink:
+    ) -> tuple[LogSink, int]:
         """A sink appending to ``path``, which must end where ``position`` (from :meth:`position`
-        of the writer that took the snapshot) says; else :class:`SnapshotError` naming why."""
+        of the writer that took the snapshot) says, and the number of lines past it; else
+        :class:`SnapshotError` naming why. Whole ``refusal`` lines past the snapshot are
+        accepted (a refusal changes no state: a compaction the guard refused, whose session
+        state was never saved because the framework's step raised); anything else is not."""
         from tailguard.base.errors import SnapshotError
 
         size, last = position.get("bytes"), position.get("last")
@@ -255,10 +258,13 @@ class LogSink:
             locked = _lock(fd)
             try:
                 actual = os.fstat(fd).st_size
-                tail = _last_line(path, size) if actual == size else None
+                tail = _last_line(path, size) if actual >= size else None
+                extra = _refusals_past(path, size, actual) if actual > size else 0
             finally:
                 if locked:
                     _unlock(fd)
+            if actual > size and extra > 0:
+                size = actual
             if actual != size:
                 how = "has grown: another writer continued the session (or a write was not saved with the " \
                       "session's state)" if actual > size else "is shorter: it was cut, rotated or replaced"
@@ -268,8 +274,8 @@ class LogSink:
                 raise SnapshotError("log", f"{os.fspath(path)}: the last line is not the one the snapshot "
                                     "saw: this is another log, or it was rewritten")
             sink = cls(fd=fd, owned=True, flush=flush, durable=durable, path=path)
-            sink._last = tail
-            return sink
+            sink._last = tail if not extra else _last_line(path, actual)
+            return sink, extra
         except BaseException:
             os.close(fd)
             raise
@@ -301,6 +307,29 @@ def _last_line(path: str | os.PathLike[str], size: int) -> bytes:
         f.seek(start)
         data = f.read(size - start)
     return data[data.rfind(b"\n", 0, len(data) - 1) + 1:]
+
+
+def _refusals_past(path: str | os.PathLike[str], start: int, end: int) -> int:
+    """How many whole ``refusal`` lines fill ``[start, end)`` of ``path``; 0 if anything else does."""
+    import json
+
+    if end - start > (1 << 20):
+        return 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    if not data.endswith(b"\n"):
+        return 0
+    count = 0
+    for raw in data.splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            return 0
+        if not isinstance(obj, dict) or obj.get("event") != "refusal":
+            return 0
+        count += 1
+    return count
 
 
 def _lock(fd: int) -> bool:

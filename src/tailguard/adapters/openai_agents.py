@@ -437,8 +437,11 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         """Items appended get the next offsets, items popped off the end are truncations (or
         evict their summary); any other change fails closed. A first store that holds a
         compaction item the guard did not make is adopted (or refused)."""
-        digests = _digests(items)
         known = [s.digest for s in self._slots]
+        if self._items and items[:len(self._items)] == self._items:  # the usual case: appended
+            digests = known + _digests(items[len(known):])
+        else:
+            digests = _digests(items)
         led = self.guard.ledger
         if digests[:len(known)] == known:
             keep = len(known)

@@ -69,7 +69,7 @@ Validated with the versions in :data:`SUPPORTED` (the OpenAI Agents SDK preset's
 ``OpenAIResponsesCompactionSession._run_compaction_locked`` (its keyword arguments, among them
 ``read_snapshot``), the ``client`` property and ``client.responses.compact`` as the only
 request, ``SQLiteSession._get_compaction_snapshot`` (its ``replace_suffix``) and
-``SQLiteSession._locked_connection``, ``RunContextWrapper._session_compaction_is_automatic`` and
+``SQLiteSession._locked_connection`` and
 ``agents.run_internal.items.normalize_input_items_for_api``.
 """
 

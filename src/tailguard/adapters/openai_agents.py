@@ -91,6 +91,7 @@ from tailguard.adapters._guard import (
     GuardOptions,
     LogArg,
     Resolution,
+    SessionLogs,
     StoreArg,
     Unset,
     guard_options,
@@ -100,7 +101,6 @@ from tailguard.adapters._offsets import AdapterError, OffsetTracker, Plan, merge
 from tailguard.adapters._spill_tool import encode_spill
 from tailguard.base.vocab import Pair
 from tailguard.pipeline.presets.openai_agents import PRESET
-from tailguard.runtime.ledger import Ledger
 
 try:
     from agents import SQLiteSession
@@ -340,13 +340,7 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         guard = CompactionGuard(dataclasses.replace(self.options, log=None), framework="openai-agents",
                                 units=("messages",), session=self.session_id)
         guard.options = self.options
-        log = self.options.log
-        if log is None:
-            ledger = Ledger.restore(value.get("ledger"))
-        elif isinstance(log, (str, os.PathLike)):
-            ledger = Ledger.restore(value.get("ledger"), path=log)
-        else:
-            ledger = Ledger.restore(value.get("ledger"), log=log)
+        ledger = SessionLogs(self.options.log).resume(value.get("ledger"), None)  # path, stream or none
         guard.ledger = ledger
         guard.tracker = OffsetTracker(ledger)
         return guard

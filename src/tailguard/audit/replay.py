@@ -11,17 +11,19 @@ from typing import Any, NamedTuple
 
 from tailguard._generated.checker import Decision
 from tailguard.runtime.eventlog import (
+    Adopt,
     Append,
     Compact,
     Event,
     EventLogError,
     EvictSummary,
     Refusal,
+    Resume,
     Session,
     Spill,
     Truncate,
 )
-from tailguard.runtime.ledger import _check_lineage
+from tailguard.runtime.ledger import _check_lineage, resume_problem
 from tailguard.runtime.ledger_core import PROFILES, LedgerCore
 from tailguard.runtime.ledger_explain import explain as _explain
 
@@ -58,11 +60,12 @@ def _hole_truncation_lines(core: LedgerCore, decision: Decision) -> tuple[int, .
 def replay(
     events: Iterable[Event], *, profile: str = "strict", explain: bool = False,
     source: str = "<trace>", narrow: Callable[[int, Decision], Decision] | None = None,
-) -> Iterator[Session | Verdict | Refusal]:
+) -> Iterator[Session | Verdict | Refusal | Adopt]:
     """Replay events (from :func:`tailguard.runtime.eventlog.iter_events`) through a ledger core.
 
     Yields the :class:`~tailguard.runtime.eventlog.Session` header first, then one
-    :class:`Verdict` per compaction and each :class:`~tailguard.runtime.eventlog.Refusal` line as it
+    :class:`Verdict` per compaction and each :class:`~tailguard.runtime.eventlog.Refusal` and
+    :class:`~tailguard.runtime.eventlog.Adopt` (spec 1.2: offsets that predate the guard) line as it
     is, in log order; a compaction is judged against the state recorded before it and then
     recorded (it happened). Ranges are taken as they are (strict refuses inconsistent ones
     with ``well_formed``); a negative append count (SPEC.md 9.4), a summary id that names no
@@ -118,5 +121,15 @@ def replay(
             core.evict(ev.summary, ev.line)
         elif type(ev) is Refusal:
             yield ev
+        elif type(ev) is Adopt:
+            problem = core.adopt_problem(ev.hi, ev.summary or "adopted")
+            if problem is not None:
+                raise EventLogError(source, ev.line, *problem)
+            core.adopt(ev.hi, ev.summary or "adopted", ev.line)
+            yield ev
+        elif type(ev) is Resume:
+            problem = resume_problem(core, ev)
+            if problem is not None:
+                raise EventLogError(source, ev.line, *problem)
         else:
             raise ValueError(f"line {ev.line}: a second session header")

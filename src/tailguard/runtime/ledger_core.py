@@ -48,6 +48,7 @@ from tailguard.runtime.lineage import LostCoverage, SummaryContext, union_of
 __all__ = ["PROFILES", "LedgerCore"]
 
 _ALLOW = Decision("allow", (), ())
+_UNUSED = object()
 _WELL_FORMED = Decision("refuse", (WELL_FORMED,), ())
 
 
@@ -162,6 +163,7 @@ class LedgerCore:
         "summaries",
         "truncated",
         "truncator_unit",
+        "unverified",
     )
 
     def __init__(
@@ -185,6 +187,7 @@ class LedgerCore:
         self.summaries = SummaryContext()
         self.recovered = IntervalUnion()  # R = coverage of the whole context | union(SP)
         self.lost = IntervalUnion()  # TRU \ R
+        self.unverified = IntervalUnion()  # spec 1.2: offsets that predate the guard (adopted)
         # well_formed of the recorded truncations and spills: no reversed range, lowest lo,
         # highest hi (0 and 0 when nothing is recorded: harmless, since n >= 0 is checked too)
         self.reversed = False
@@ -329,6 +332,25 @@ class LedgerCore:
                         self.lost_coverage.assign(g_lo, g_hi, why)
         self._rebuild()
         return sid
+
+    def adopt_problem(self, hi: int, summary: str) -> tuple[str, str] | None:
+        """Why an ``adopt`` of ``[0, hi)`` as ``summary`` cannot be recorded now, or None."""
+        if self.n or len(self.summaries) or self.truncated or self.spilled:
+            return ("event", "adopt must come before every other event (it names what predates the guard)")
+        if hi < 0:
+            return ("range", f"expected [0, a] with a >= 0, got [0, {hi}]")
+        at = self.summaries._used.get(summary, _UNUSED)
+        if at is not _UNUSED:
+            return ("summary", f"summary id {summary!r} is already used")
+        return None
+
+    def adopt(self, hi: int, summary: str, tag: object = None) -> None:
+        """Spec 1.2: offsets ``[0, hi)`` predate the guard; ``summary`` (in the context) covers
+        them, unverified. The history grows to ``hi``; the summary follows lineage like any."""
+        self.n += hi
+        self.unverified.add(0, hi)
+        self.summaries.adopt(summary, tag, 0, hi)
+        self._rebuild()
 
     def evict(self, summary: str, tag: object = None) -> None:
         """A budget stage evicted ``summary`` from the context: its coverage leaves with it."""

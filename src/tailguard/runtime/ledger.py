@@ -11,7 +11,8 @@ line can reach the log later (:mod:`tailguard.runtime.ledger_log`; ``durable=Tru
 but appends and truncations). One lock makes a ledger safe to share between threads, and the
 log's order is the order in which the state changed. ``tailguard audit``
 replays the log with the same core (:func:`tailguard.audit.replay.replay`), and :meth:`Ledger.from_log` rebuilds a
-ledger from its own log to continue a session in a new process.
+ledger from its own log to continue a session in a new process; both read it through one event
+dispatch (:func:`tailguard.runtime.dispatch.apply_events`).
 
 Summary lineage (spec 1.1): every compaction creates a summary with an id; it states which
 summaries in the context its summarizer saw whole (``saw``, default: all) and which earlier
@@ -35,17 +36,12 @@ from typing import Any, TextIO
 
 from tailguard._generated.checker import Decision
 from tailguard.base.vocab import Pair
+from tailguard.runtime.dispatch import apply_events
 from tailguard.runtime.eventlog import (
-    Append,
-    Compact,
     Event,
-    EventLogError,
     EventWriter,
-    EvictSummary,
     Refusal,
     Session,
-    Spill,
-    Truncate,
     iter_events,
     torn_reason,
 )
@@ -449,30 +445,9 @@ summarized or spilled
         return led
 
     def _rebuild_from(self, events: Iterator[Event], where: str) -> None:
-        core = self._core
-        for ev in events:
-            if type(ev) is Append:  # iter_events has refused a negative count (SPEC.md 9.4)
-                core.append(ev.amount)
-            elif type(ev) is Truncate or type(ev) is Spill:
-                if not 0 <= ev.lo <= ev.hi <= core.n:
-                    raise EventLogError(where, ev.line, "range", f"[{ev.lo}, {ev.hi}) is not an "
-                                        f"interval inside the history [0, {core.n})")
-                if type(ev) is Truncate:
-                    core.truncate(ev.lo, ev.hi, ev.line)
-                else:
-                    core.spill(ev.lo, ev.hi, ev.line)
-            elif type(ev) is Compact:
-                _check_lineage(core, ev, where)
-                core.compact(ev.summary_input, ev.summary_covers, ev.line, summary=ev.summary,
-                             saw=ev.saw, keeps=ev.keeps)
-            elif type(ev) is EvictSummary:
-                problem = core.evict_problem(ev.summary)
-                if problem is not None:
-                    raise EventLogError(where, ev.line, *problem)
-                core.evict(ev.summary, ev.line)
-            elif type(ev) is Refusal:
+        for ev in apply_events(self._core, events, where, ranges_inside=True):
+            if type(ev) is Refusal:
                 self.refusals += 1
-            # a second session header: iter_events has refused it (only line 1 may be one)
 
     def flush(self) -> None:
         """Write the lines ``flush=False`` kept back (a no-op otherwise)."""
@@ -487,12 +462,6 @@ summarized or spilled
         with self._lock:
             if self._sink is not None:
                 self._sink.close()
-
-
-def _check_lineage(core: LedgerCore, ev: Compact, where: str) -> None:
-    problem = core.lineage_problem(ev.summary, ev.saw, ev.keeps, new=True)
-    if problem is not None:
-        raise EventLogError(where, ev.line, *problem)
 
 
 def _int(value: object, field: str) -> int:

@@ -128,7 +128,8 @@ def test_inconsistent_integers_refuse_well_formed_not_input_error(tmp_path: Path
         ((), ":1: event: missing session header (empty log)\n"),
         (('{"event": "append"}',), ':1: event: expected the session header first, got "append"\n'),
         ((HEADER, '{"event": "rewind"}'),
-         ':2: event: unknown event kind "rewind"; known: append, truncate, compact, spill, evict_summary, refusal\n'),
+         ':2: event: unknown event kind "rewind"; known: append, truncate, compact, spill, evict_summary, '
+         'refusal, adopt, resume\n'),
         ((HEADER, '{"event": "truncate", "range": [0, 1.5]}'),
          ":2: range[1]: expected an integer, got 1.5\n"),
     ],

@@ -26,8 +26,8 @@ BOUNDARY_CLAUSES = [("seed", "floor_reach"), ("seed", "truncation_clear"), ("str
                     ("strict", "seam_contiguous"), ("strict", "summary_honest"), ("strict", "no_hole")]
 
 
-def test_reference_adapter_conforms() -> None:
-    code, out, err = run_cli("conform", "--random", "50", "--", PY, "-m", "tailguard.conform.adapter")
+def test_reference_impl_conforms() -> None:
+    code, out, err = run_cli("conform", "--random", "50", "--", PY, "-m", "tailguard.conform.reference_impl")
     assert code == 0, out + err
     assert "CONFORMS" in out and "0 mismatch(es)" in out
 
@@ -88,7 +88,7 @@ def test_usage_errors_exit_2() -> None:
 
 def test_console_script_passes_arguments_after_double_dash() -> None:
     proc = subprocess.run([PY, "-m", "tailguard", "conform", "--profile", "seed", "--random", "5", "--",
-                           PY, "-m", "tailguard.conform.adapter"], capture_output=True, text=True, check=False)
+                           PY, "-m", "tailguard.conform.reference_impl"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -141,8 +141,8 @@ def test_an_implementation_that_declines_everything_does_not_conform(tmp_path: P
     assert "DOES NOT CONFORM" in out.splitlines()[-1]
 
 
-def test_the_reference_adapter_answers_unusable_requests_with_errors() -> None:
-    from tailguard.conform.adapter import answer
+def test_the_reference_impl_answers_unusable_requests_with_errors() -> None:
+    from tailguard.conform.reference_impl import answer
 
     base = '"tail_start": 0, "summary_input": [0, 0], "summary_covers": [0, 0], "recovery_floor_span": 0, ' \
            '"floor_unit": "turns", "truncator_unit": "turns", "prior_truncations": [], "prior_coverage": [], ' \
@@ -165,9 +165,9 @@ def test_the_reference_adapter_answers_unusable_requests_with_errors() -> None:
                                                 '"history_end": 1', "true", "\\u0000", "[" * 80]))
         .map(lambda e: '{"profile": "strict", "case": ' + text[:e[0]] + e[2] + text[e[0] + e[1]:] + "}")),
 ))
-def test_the_reference_adapter_answers_any_line_with_a_decision_or_an_error(line: str) -> None:
-    """Fuzz (issue 16.8) the conformance adapter's reader: no exception, one answer, errors name where."""
-    from tailguard.conform.adapter import answer
+def test_the_reference_impl_answers_any_line_with_a_decision_or_an_error(line: str) -> None:
+    """Fuzz (issue 16.8) the reference implementation's reader: no exception, one answer, errors name where."""
+    from tailguard.conform.reference_impl import answer
 
     out = json.loads(answer(line))
     assert set(out) in ({"decision", "failed", "holes"}, {"error"}), out

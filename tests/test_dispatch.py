@@ -12,11 +12,13 @@ from tailguard.audit.html.session_data import collect
 from tailguard.audit.replay import Verdict, replay
 from tailguard.runtime.dispatch import apply_events
 from tailguard.runtime.eventlog import (
+    Adopt,
     Append,
     Compact,
     Event,
     EventLogError,
     Refusal,
+    Resume,
     Session,
     Spill,
     Truncate,
@@ -159,3 +161,39 @@ def test_the_session_view_reads_the_core_replay_judged_on() -> None:
     # line 12 saw "b" (a was evicted): b's coverage is inherited, [9, 12) was spilled meanwhile
     assert rows[12].inherited == [(12, 18)]
     assert data.n == 31 and data.refusals == 1
+
+
+ADOPTED = _lines(
+    {"event": "adopt", "range": [0, 10], "reason": "an existing thread", "summary": "old"},
+    {"event": "append", "count": 10},
+    {"event": "compact", "summary_input": [10, 17], "summary_covers": [10, 17], "tail_start": 17, "saw": []},
+    {"event": "append", "count": 2},
+)
+
+
+def test_an_adoption_is_recorded_then_yielded_and_every_reader_sees_it() -> None:
+    core = _core()
+    it = apply_events(core, [Adopt(2, 10, "why", None)], "t")
+    ev = next(it)
+    assert ev == Adopt(2, 10, "why", None)
+    assert core.n == 10 and core.summaries.ids == ("adopted",) and list(core.unverified) == [(0, 10)]
+    # the compaction at line 4 dropped the adopted summary unseen: its offsets are a hole for all
+    out = [v for v in replay(iter_events(ADOPTED), profile="partitioned") if isinstance(v, Verdict)]
+    assert [v.decision.holes for v in out] == [((0, 10),)]
+    lost = Ledger.from_log(ADOPTED).core.lost_coverage
+    assert lost is not None and [(lo, hi) for lo, hi, _ in lost.within(0, 20)] == [(0, 10)]
+    data = collect(ADOPTED, "t", "partitioned")  # the page reads the same core: no shadow to drift
+    assert data.n == 22 and [r.holes[0][0] for r in data.rows] == [(0, 10)]
+
+
+def test_an_adoption_after_other_events_and_a_resume_that_does_not_continue_are_input_errors() -> None:
+    with pytest.raises(EventLogError) as info:
+        list(apply_events(_core(), [Append(2, 1), Adopt(3, 10, "why", None)], "t"))
+    assert str(info.value) == "t:3: event: adopt must come before every other event (it names what predates the guard)"
+    with pytest.raises(EventLogError) as info:
+        list(apply_events(_core(), [Append(2, 1), Resume(4, "sha256:x", 2)], "t"))
+    assert str(info.value).startswith("t:4: line: the snapshot restored here was taken at line 2, but the log "
+                                      "reached line 3")
+    with pytest.raises(EventLogError) as info:
+        list(apply_events(_core(), [Append(2, 1), Resume(3, "sha256:x", 2)], "t"))
+    assert str(info.value).startswith("t:3: snapshot: the state restored here (sha256:x) is not the state")

@@ -85,7 +85,7 @@ def test_inconsistent_integers_are_not_input_errors() -> None:
         ((HEADER, '{"count": 2}'), "t.jsonl:2: event: missing field"),
         ((HEADER, '{"event": "frob"}'),
          't.jsonl:2: event: unknown event kind "frob"; known: append, truncate, compact, spill, '
-         'evict_summary, refusal'),
+         'evict_summary, refusal, adopt, resume'),
         ((HEADER, HEADER), "t.jsonl:2: event: a second session header; only line 1 may be one"),
         ((HEADER, '{"event": "append", "count": true}'),
          "t.jsonl:2: count: expected an integer, got true"),
@@ -173,7 +173,7 @@ def test_schema_agrees_with_the_reader() -> None:
     schema = json.loads((ROOT / "spec" / "eventlog.schema.json").read_text())
     defs = schema["$defs"]
     full = {
-        "session": json.loads(HEADER),
+        "session": {**json.loads(HEADER), "session_id": "alice"},
         "append": {"event": "append", "count": 2},
         "truncate": {"event": "truncate", "range": [0, 1]},
         "compact": {"event": "compact", "summary_input": [0, 1], "summary_covers": [0, 1],
@@ -182,6 +182,8 @@ def test_schema_agrees_with_the_reader() -> None:
         "evict_summary": {"event": "evict_summary", "summary": "s"},
         "refusal": {"event": "refusal", "summary_input": [0, 1], "summary_covers": [0, 1],
                     "tail_start": 0, "failed": ["no_hole"], "holes": [[0, 1]]},
+        "adopt": {"event": "adopt", "range": [0, 1], "reason": "r", "summary": "s"},
+        "resume": {"event": "resume", "snapshot": "sha256:0", "line": 1},
     }
     assert sorted(full) == sorted(k for k in defs if k not in ("range", "ids"))
     for kind, obj in full.items():

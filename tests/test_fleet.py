@@ -82,7 +82,7 @@ def _alone(path: str, profile: str = "strict") -> Record:
     if code == 2:
         assert out == text == "" and err.count("\n") == 1
         return {"source": path, "events": -1, "compactions": -1, "refusals": -1, "logged_refusals": -1,
-                "holes": [], "error": err.rstrip("\n")}
+                "holes": [], "unverified": [], "error": err.rstrip("\n")}
     report = json.loads(out)
     prefix = f"{path}:"
     sentences = [ln[len(prefix):] for ln in text.splitlines() if ": refuse " in ln]
@@ -99,12 +99,13 @@ def _alone(path: str, profile: str = "strict") -> Record:
     assert len(sentences) == len(holes)
     return {"source": path, "events": -1, "compactions": len(report["compactions"]),
             "refusals": report["violations"], "logged_refusals": report["refusals"], "holes": holes,
-            "error": None}
+            "unverified": report.get("unverified", []), "error": None}
 
 
 def _comparable(r: Record) -> Record:
     if r["error"] is not None:
-        return {**r, "events": -1, "compactions": -1, "refusals": -1, "logged_refusals": -1, "holes": []}
+        return {**r, "events": -1, "compactions": -1, "refusals": -1, "logged_refusals": -1, "holes": [],
+                "unverified": []}
     return {**r, "events": -1}
 
 
@@ -156,9 +157,10 @@ def test_example_traces_and_the_record_shape() -> None:
         "source": "seed-incident.jsonl", "events": 5, "compactions": 1, "refusals": 1, "logged_refusals": 0,
         "holes": [{"line": 5, "clause": "no_hole", "ranges": [[0, 8]], "truncated_at": [3],
                    "why": "offsets [0, 8) were truncated at line 3 and never summarized or spilled"}],
-        "error": None,
+        "unverified": [], "error": None,
     }
-    assert list(rec) == ["source", "events", "compactions", "refusals", "logged_refusals", "holes", "error"]
+    assert list(rec) == ["source", "events", "compactions", "refusals", "logged_refusals", "holes", "unverified",
+                         "error"]
 
 
 def test_local_pool_equals_one_process_whatever_the_batch_size(items: list[Item], serial: list[Record]) -> None:

@@ -52,8 +52,10 @@ SHAPE: dict[str, Any] = {"summary_input": (8, 48), "summary_covers": (8, 36), "t
 
 def _state(led: Ledger) -> tuple[object, ...]:
     core = led.core
+    # the core decides here: after a failed write the ledger itself decides nothing (spec 1.2)
     return (led.history_end, led.summaries, led.refusals, list(core.truncated), list(core.spilled),
-            list(core.recovered), list(core.lost), led.decide(**SHAPE))
+            list(core.recovered), list(core.lost),
+            core.decide(led.profile, SHAPE["tail_start"], SHAPE["summary_input"], SHAPE["summary_covers"], None, ()))
 
 
 def _session(led: Ledger) -> None:
@@ -139,6 +141,8 @@ def test_a_failed_write_to_a_file_is_cut_back_and_cannot_reach_it_later(
     assert _state(led) == before and path.read_bytes() == content
     with pytest.raises(LogFailedError):
         led.spill(0, 8, handle="h")
+    with pytest.raises(LogFailedError):  # and it decides nothing more until restored
+        led.decide(**SHAPE)
     led.close()
     f.write("")
     f.close()  # the stream's own close: nothing of the ledger's was in its buffer

@@ -66,7 +66,7 @@ def test_kit_missing_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(resources, "_installed", lambda: None)
     monkeypatch.setenv("TAILGUARD_ROOT", str(tmp_path))
-    code, out, err = run_cli("conform", "--", sys.executable, "-m", "tailguard.conform.adapter")
+    code, out, err = run_cli("conform", "--", sys.executable, "-m", "tailguard.conform.reference_impl")
     assert code == 2
     assert "conformance kit is not installed" in err and "Traceback" not in err + out
 

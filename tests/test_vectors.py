@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tailguard._generated.checker import CLAUSES, FIELDS, CaseError, check, check_case
-from tailguard.conform import adapter
+from tailguard.conform import reference_impl
 from tailguard.conform.harness import names_field
 from tailguard.conform.vectors import Vector, VectorError, load_vectors
 from tailguard.oracles.reference import reference
@@ -128,13 +128,13 @@ def test_every_field_of_every_type_has_unusable_vectors() -> None:
     assert "case" in by_field and any("repeated" in w for w in by_field["history_end"])
 
 
-def test_unusable_vectors_get_an_error_naming_their_field_from_the_reference_adapter() -> None:
+def test_unusable_vectors_get_an_error_naming_their_field_from_the_reference_impl() -> None:
     assert len(UNUSABLE) >= 100
     for v in UNUSABLE:
         for profile, want in v.expected.items():
             assert set(want) == {"unusable"} and want["unusable"], v.id
             line = f'{{"profile": "{profile}", "case": {v.text}}}'
-            got = json.loads(adapter.answer(line))
+            got = json.loads(reference_impl.answer(line))
             assert "decision" not in got and names_field(got["error"], want["unusable"]), (v.id, got)
             assert v.exercises["field"] in want["unusable"], v.id
 

@@ -8,17 +8,33 @@ after and diffing the two directories::
     diff -r /tmp/before /tmp/after                   # empty: byte-identical
 
 Each output file holds the command line, its exit code, stdout and stderr. Commands run in a
-subprocess from the repository root, so paths in messages are the same on both sides.
+subprocess from the repository root, so paths in messages are the same on both sides. Times
+(``0.19s``, ``"seconds": 0.172``, ``(1.7 s``, ``18.6 s)``) are replaced by ``<time>``: they
+are measurements, not output.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+_TIMES = [
+    (re.compile(r'"seconds": [0-9.]+'), '"seconds": <time>'),
+    (re.compile(r"\b[0-9]+(?:\.[0-9]+)? ?s\b"), "<time>"),
+]
+
+
+def normalize(text: str) -> str:
+    """``text`` with every measured time replaced by ``<time>``."""
+    for pattern, repl in _TIMES:
+        text = pattern.sub(repl, text)
+    return text
 
 
 def commands() -> list[list[str]]:
@@ -55,8 +71,9 @@ def main(argv: list[str]) -> int:
         proc = subprocess.run([sys.executable, "-m", "tailguard", *cmd], cwd=ROOT, env=env,
                               capture_output=True, text=True, check=False)
         name = f"{i:03d}-" + "_".join(c.replace("/", "_").replace("-", "") for c in cmd)[:150] + ".txt"
-        (dest / name).write_text(f"$ tailguard {' '.join(cmd)}\nexit {proc.returncode}\n"
-                                 f"--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}", encoding="utf-8")
+        (dest / name).write_text(normalize(f"$ tailguard {' '.join(cmd)}\nexit {proc.returncode}\n"
+                                           f"--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}"),
+                                 encoding="utf-8")
     print(f"{len(commands())} command outputs written to {dest}")
     return 0
 

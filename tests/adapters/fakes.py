@@ -64,3 +64,60 @@ def audit_json(path: str, profile: str = "partitioned") -> tuple[int, dict[str, 
     code = main(["audit", "--format", "json", "--profile", profile, path], stdout=out, stderr=err)
     assert err.getvalue() == "", err.getvalue()
     return code, json.loads(out.getvalue())
+
+
+# -- the marker oracle ----------------------------------------------------------------------
+#
+# Every message a scenario sends carries one unique marker (``MK...``; the agent's reply to it
+# ``RMK...``), on one line, so a message reaches a summarizer whole or not at all. The fake
+# summarizer writes back every marker it could read in its input; a marker that no later context,
+# summary or spill holds is lost.
+
+MARKER = re.compile(r"\bR?MK[0-9A-Za-z]+\b")
+
+
+def markers(text: str) -> set[str]:
+    return set(MARKER.findall(text))
+
+
+class MarkerSummarizer(GenericFakeChatModel):
+    """LangChain's fake chat model as a summarizer: its summary lists the markers it was shown."""
+
+    calls: list[list[BaseMessage]] = []  # noqa: RUF012 - pydantic field, replaced per instance
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        self.calls.append(list(messages))
+        seen = sorted(markers(prompt_text(messages)))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="SUMMARY " + " ".join(seen)))])
+
+
+class EchoModel(GenericFakeChatModel):
+    """LangChain's fake chat model as the agent: it answers the newest human message with its
+    marker prefixed by ``R`` (and a deterministic id), so a run's messages depend on its inputs only."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        last = next(m for m in reversed(messages) if isinstance(m, HumanMessage)
+                    and not m.additional_kwargs.get("lc_source"))
+        mark = sorted(markers(str(last.content)))[0]
+        reply = AIMessage(content=f"R{mark} " + "a" * 120, id=f"ai-{mark}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self
+
+
+def marker_summarizer() -> MarkerSummarizer:
+    return MarkerSummarizer(messages=iter(()), calls=[])
+
+
+def echo_model() -> EchoModel:
+    return EchoModel(messages=iter(()))
+
+
+def human(thread: str, i: int, chars: int = 120, with_id: bool = True) -> HumanMessage:
+    mark = f"MK{thread}x{i:03d}"
+    return HumanMessage(content=f"{mark} " + "h" * chars, id=f"h-{mark}" if with_id else None)

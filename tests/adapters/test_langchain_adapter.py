@@ -36,6 +36,7 @@ from tailguard.adapters._offsets import AdapterError
 from tailguard.adapters.langchain import (
     GuardedSummarizationMiddleware,
     messages_from_spill,
+    spill_index,
     spill_reader_tool,
 )
 from tailguard.runtime.ledger import Ledger
@@ -122,8 +123,11 @@ def test_spill_recovers_every_deleted_message_byte_exact(tmp_path: Path) -> None
     meta = summary.additional_kwargs["tailguard"]
     assert [s["range"] for s in meta["spills"]] == [[0, 100]]
     handle = meta["spills"][0]["handle"]
-    assert handle in summary.content
     store = FileSpillStore(tmp_path / "spills")
+    assert meta["spill_index"] in summary.content and handle not in summary.content  # one index handle
+    assert spill_index(store, meta["spill_index"]) == [((0, 100), handle)]
+    listing = json.loads(spill_reader_tool(store).invoke({"handle": meta["spill_index"]}))
+    assert listing["spills"] == [{"range": [0, 100], "handle": handle}]
     text = spill_reader_tool(store).invoke({"handle": handle})
     assert text.encode("utf-8") == store.get(handle)  # the tool returns the stored bytes
     doc = json.loads(text)
@@ -269,18 +273,22 @@ def test_real_agent_with_tools(tmp_path: Path, on_refuse: str) -> None:
     assert code == 0 and report["violations"] == 0
     spilled = {}
     for rec in store.list():
+        if rec.range is None:
+            continue  # a spill index
         for m in messages_from_spill(store, rec.handle):
             spilled[m.id] = m
     deleted = [k for k in every if k not in {m.id for m in agent.get_state(config).values["messages"]}]
     assert deleted and all(spilled[k] == every[k] for k in deleted)
 
 
-def test_one_guard_one_thread(tmp_path: Path) -> None:
-    mw, _, _ = guarded(tmp_path, "halt", trigger=("messages", 1000))
+def test_one_log_file_holds_one_session(tmp_path: Path) -> None:
+    """A single log path is for one session: a second thread is a clear error (a directory is not)."""
+    mw, _, log = guarded(tmp_path, "halt", trigger=("messages", 1000))
     agent = create_agent(recording_model(), tools=[], middleware=[mw], checkpointer=InMemorySaver())
     agent.invoke({"messages": [HumanMessage(content="hi", id="a")]}, {"configurable": {"thread_id": "a"}})
-    with pytest.raises(AdapterError, match="one GuardedSummarizationMiddleware per thread"):
+    with pytest.raises(AdapterError, match=r"holds the log of one session \('a'\); session 'b' needs its own"):
         agent.invoke({"messages": [HumanMessage(content="hi", id="b")]}, {"configurable": {"thread_id": "b"}})
+    assert log_events(log)[0]["session_id"] == "a"
 
 
 @pytest.mark.parametrize(
@@ -302,8 +310,9 @@ def test_bad_knobs_fail_at_construction(kw: dict[str, Any], message: str) -> Non
 def test_existing_log_is_not_overwritten(tmp_path: Path) -> None:
     log = tmp_path / "old.jsonl"
     log.write_text('{"event": "session"}\n')
+    mw = GuardedSummarizationMiddleware(recording_model(), recovery_floor_span=1, log=log)
     with pytest.raises(AdapterError, match="already holds a session"):
-        GuardedSummarizationMiddleware(recording_model(), recovery_floor_span=1, log=log)
+        mw.before_model({"messages": conversation(2)}, None)  # type: ignore[arg-type]
     assert log.read_text() == '{"event": "session"}\n'
 
 

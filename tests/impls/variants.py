@@ -17,7 +17,7 @@ import sys
 import time
 
 from tailguard._generated.checker import CaseError, check_case
-from tailguard.conform.adapter import answer
+from tailguard.conform.reference_impl import answer
 
 MODE = sys.argv[1]
 WIDTHS = {"int32": 32, "int64": 64}
@@ -73,6 +73,6 @@ for line in sys.stdin:
         except (CaseError, OverflowError, ValueError) as exc:
             print(json.dumps({"error": f"case: {exc}"}), flush=True)
         continue
-    full = json.loads(answer(line))  # decision-only: the reference adapter's answer, clauses dropped
+    full = json.loads(answer(line))  # decision-only: the reference implementation's answer, clauses dropped
     print(json.dumps({"decision": full["decision"], "failed": [], "holes": []} if "decision" in full else full),
           flush=True)

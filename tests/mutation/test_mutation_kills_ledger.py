@@ -17,7 +17,7 @@ import pytest
 from tailguard._generated.checker import Decision
 from tailguard.audit.replay import Verdict, _hole_truncation_lines, replay
 from tailguard.runtime.eventlog import EventLogError, iter_events
-from tailguard.runtime.ledger import Ledger, TornLineWarning
+from tailguard.runtime.ledger import Ledger, LogFailedError, TornLineWarning
 from tailguard.runtime.ledger_core import LedgerCore
 from tailguard.runtime.ledger_explain import explain
 
@@ -260,14 +260,15 @@ def test_from_log_opens_the_file_append_only_and_close_on_exec(tmp_path: Path) -
     sink = led._sink
     assert sink is not None and sink._fd is not None
     assert fcntl.fcntl(sink._fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+    assert fcntl.fcntl(sink._fd, fcntl.F_GETFL) & os.O_APPEND
     led.append(1)
     with open(path, "ab") as other:  # another writer appends between two of the ledger's lines
         other.write(b'{"event": "append", "count": 7}\n')
-    led.append(2)
+    with pytest.raises(LogFailedError, match="another writer continued it"):
+        led.append(2)  # spec 1.2: the ledger is stale now; it fails loudly and writes nothing
     led.close()
     assert path.read_bytes().splitlines()[2:] == [
-        b'{"event": "append", "count": 1}', b'{"event": "append", "count": 7}',
-        b'{"event": "append", "count": 2}']
+        b'{"event": "append", "count": 1}', b'{"event": "append", "count": 7}']
 
 
 def test_from_log_durable_fsyncs_the_evidence_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,11 +10,18 @@ calls (:class:`tailguard.runtime.ledger.Ledger`, profile ``partitioned``):
 - :mod:`tailguard.adapters.langmem`: ``GuardedSummarizer`` for ``summarize_messages``
   (``pip install 'tailguard[langmem]'``).
 
+Every adapter takes the guard's options as one :class:`GuardOptions` (``options=``; the
+keywords each adapter documents build one), and takes the same named steps for a compaction
+(observe, plan, resolve, confirm, apply: :mod:`tailguard.adapters._guard`).
+
 This package imports no framework: each framework module imports its own, and raises
-``ImportError`` naming the extra when it is missing. The shared pieces (offsets by item key,
-the decision and its three outcomes, the spill payload) are standard library only.
+``ImportError`` naming the extra (and its ``SUPPORTED`` versions, the preset's
+``validated_on``) when it is missing. The shared pieces (the options, offsets by item key, the
+decision and its three outcomes, the spill payload) are standard library only.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from tailguard.adapters._guard import GuardOptions, OnRefuse
+
+__all__ = ["GuardOptions", "OnRefuse"]

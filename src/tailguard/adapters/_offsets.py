@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tailguard.base.errors import AdapterError as AdapterError
 from tailguard.base.vocab import Pair
@@ -88,22 +88,75 @@ def minus(runs: Sequence[Pair], cut: Pair) -> tuple[Pair, ...]:
 
 
 class OffsetTracker:
-    """Items in the context by key, their offsets, and the summaries beside them."""
+    """Items in the context by key, their offsets, and the summaries beside them.
 
-    def __init__(self, ledger: Ledger) -> None:
+    ``remember=True`` (the default) also remembers every key that left the context (seeing one
+    again is an error) and the offsets of every unit ever placed; ``remember=False`` keeps only
+    what is in the context, so that :meth:`export` is the whole state, O(items in the context):
+    an item back after it left is then a new item (new offsets) when it is the newest, and an
+    item placed before known ones (an error) otherwise.
+    """
+
+    def __init__(self, ledger: Ledger, *, remember: bool = True) -> None:
         self.ledger = ledger
+        self.remember = remember
         self._units: dict[str, Pair] = {}  # in the context, in offset order
         self._gone: set[str] = set()  # left the context; seeing one again is an error
         self._summaries: dict[str, str] = {}  # key -> ledger summary id, in the context
         self._gone_summaries: set[str] = set()
         self._all: dict[str, Pair] = {}  # every unit ever placed (for spill payloads)
 
+    # -- the state as a JSON value ------------------------------------------------------
+
+    def export(self) -> dict[str, Any]:
+        """What is in the context: ``{"units": [[key, lo, hi], ...], "summaries": [[key, id], ...]}``
+        (oldest first). With ``remember=False`` this is all the tracker holds."""
+        return {"units": [[k, lo, hi] for k, (lo, hi) in self._units.items()],
+                "summaries": [[k, s] for k, s in self._summaries.items()]}
+
+    @classmethod
+    def restore(cls, ledger: Ledger, value: object) -> OffsetTracker:
+        """A tracker (``remember=False``) from :meth:`export`'s value, checked against ``ledger``:
+        units in offset order inside its history, the same summaries in the context."""
+        if not isinstance(value, dict) or not isinstance(value.get("units"), list) \
+                or not isinstance(value.get("summaries"), list):
+            raise AdapterError("tracker state: expected {\"units\": [...], \"summaries\": [...]}")
+        out = cls(ledger, remember=False)
+        at = 0
+        for row in value["units"]:
+            if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and row[0]
+                    and all(type(x) is int for x in row[1:])):
+                raise AdapterError(f"tracker state: bad unit {row!r}")
+            key, lo, hi = row
+            if lo < at or hi < lo or hi > ledger.history_end or key in out._units:
+                raise AdapterError(f"tracker state: unit {key!r} at [{lo}, {hi}) is out of order or "
+                                   f"past the history end {ledger.history_end}")
+            out._units[key] = (lo, hi)
+            at = hi
+        for row in value["summaries"]:
+            if not (isinstance(row, list) and len(row) == 2 and all(isinstance(x, str) and x for x in row)):
+                raise AdapterError(f"tracker state: bad summary {row!r}")
+            out._summaries[row[0]] = row[1]
+        if tuple(out._summaries.values()) != ledger.summaries:
+            raise AdapterError(f"tracker state: summaries {list(out._summaries.values())} are not the "
+                               f"ledger's {list(ledger.summaries)}")
+        return out
+
+    def adopt(self, key: str, count: int, *, reason: str) -> str:
+        """Adopt offsets ``[0, count)`` as history the guard did not record (SPEC.md section
+        11.4), covered by the summary ``key`` (which stays in the context). Only first."""
+        if self._units or self._summaries or self.ledger.history_end:
+            raise AdapterError("history can be adopted only before the guard recorded anything")
+        sid = self.ledger.adopt(count, reason=reason)
+        self._summaries[key] = sid
+        return sid
+
     # -- what is in the context ---------------------------------------------------------
 
     def interval(self, key: str) -> Pair:
-        """The offsets of a unit the tracker placed."""
+        """The offsets of a unit the tracker placed (in the context, or remembered)."""
         try:
-            return self._all[key]
+            return self._units[key] if key in self._units else self._all[key]
         except KeyError:
             raise AdapterError(f"item {key!r} was never placed by the guard") from None
 
@@ -161,17 +214,23 @@ class OffsetTracker:
             self.ledger.truncate(lo, hi)
         for k in vanished:
             del self._units[k]
-            self._gone.add(k)
+            self._forget(k)
         for k in evicted:
             self.ledger.evict_summary(self._summaries.pop(k))
-            self._gone_summaries.add(k)
+            self._forget(k, summary=True)
         total = sum(e.size for e in new)
         if total:
             self.ledger.append(total)
         at = self.ledger.history_end - total
         for e in new:
-            self._units[e.key] = self._all[e.key] = (at, at + e.size)
+            self._units[e.key] = (at, at + e.size)
+            if self.remember:
+                self._all[e.key] = (at, at + e.size)
             at += e.size
+
+    def _forget(self, key: str, *, summary: bool = False) -> None:
+        if self.remember:
+            (self._gone_summaries if summary else self._gone).add(key)
 
     # -- a compaction -------------------------------------------------------------------
 
@@ -210,7 +269,7 @@ class OffsetTracker:
 
         Returns the new summary's ledger id. A refusal raises and records nothing.
         """
-        if key in self._summaries or key in self._gone_summaries or key in self._all:
+        if key in self._summaries or key in self._gone_summaries or key in self._all or key in self._units:
             raise AdapterError(f"summary key {key!r} is already in use")
         sid = summary if summary is not None else self.ledger.next_summary_id
         self.ledger.commit(summary_input=plan.summary_input, summary_covers=plan.summary_covers,
@@ -219,11 +278,11 @@ class OffsetTracker:
         for k in plan.deleted_keys:
             if k in self._units:
                 del self._units[k]
-                self._gone.add(k)
+                self._forget(k)
         kept = set(plan.keeps)
         for k, s in list(self._summaries.items()):
             if s not in kept:
                 del self._summaries[k]
-                self._gone_summaries.add(k)
+                self._forget(k, summary=True)
         self._summaries[key] = sid
         return sid

@@ -19,11 +19,13 @@ from tailguard.spill import SpillStore
 if TYPE_CHECKING:
     from tailguard.adapters._offsets import OffsetTracker
 
-__all__ = ["FORMAT", "decode_spill", "encode_run", "encode_spill", "read_spill"]
+__all__ = ["FORMAT", "INDEX_FORMAT", "decode_index", "decode_spill", "encode_index", "encode_run", "encode_spill",
+           "read_index", "read_spill"]
 
 Item = TypeVar("Item")
 
 FORMAT = "tailguard-adapter-spill"
+INDEX_FORMAT = "tailguard-adapter-spill-index"
 VERSION = 1
 
 
@@ -72,3 +74,42 @@ def decode_spill(data: bytes) -> dict[str, Any]:
 def read_spill(store: SpillStore, handle: str) -> dict[str, Any]:
     """Re-read a spill by handle (the store checks the bytes against the handle)."""
     return decode_spill(store.get(handle))
+
+
+def encode_index(framework: str, unit: str, session: str | None,
+                 spills: Sequence[tuple[Pair, str]]) -> bytes:
+    """Canonical bytes of a spill index: every spill of a session so far, ``(range, handle)``
+    oldest first. A summary names one index handle (constant size) instead of every spill."""
+    doc = {
+        "format": INDEX_FORMAT,
+        "version": VERSION,
+        "framework": framework,
+        "unit": unit,
+        "session": session,
+        "spills": [{"range": [r[0], r[1]], "handle": h} for r, h in spills],
+    }
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def decode_index(data: bytes) -> list[tuple[Pair, str]]:
+    """The spills an index written by :func:`encode_index` lists; ``ValueError`` says what is wrong."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not a tailguard spill index: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != INDEX_FORMAT:
+        raise ValueError("not a tailguard spill index (no 'format': 'tailguard-adapter-spill-index')")
+    if doc.get("version") != VERSION:
+        raise ValueError(f"unsupported spill index version {doc.get('version')!r} (this reader knows {VERSION})")
+    out: list[tuple[Pair, str]] = []
+    for x in doc.get("spills", []):
+        r, h = x.get("range") if isinstance(x, dict) else None, x.get("handle") if isinstance(x, dict) else None
+        if not (isinstance(r, list) and len(r) == 2 and all(type(v) is int for v in r) and isinstance(h, str)):
+            raise ValueError(f"spill index: bad entry {x!r}")
+        out.append(((r[0], r[1]), h))
+    return out
+
+
+def read_index(store: SpillStore, handle: str) -> list[tuple[Pair, str]]:
+    """Re-read a spill index by handle."""
+    return decode_index(store.get(handle))

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from tailguard._generated.checker import Decision
 from tailguard.runtime.dispatch import apply_events
-from tailguard.runtime.eventlog import Compact, Event, Refusal, Session
+from tailguard.runtime.eventlog import Adopt, Compact, Event, Refusal, Session
 from tailguard.runtime.ledger_core import PROFILES, LedgerCore
 from tailguard.runtime.ledger_explain import explain as _explain
 
@@ -51,11 +51,12 @@ def replay(
     events: Iterable[Event], *, profile: str = "strict", explain: bool = False,
     source: str = "<trace>", narrow: Callable[[int, Decision], Decision] | None = None,
     core: LedgerCore | None = None,
-) -> Iterator[Session | Verdict | Refusal]:
+) -> Iterator[Session | Verdict | Refusal | Adopt]:
     """Replay events (from :func:`tailguard.runtime.eventlog.iter_events`) through a ledger core.
 
     Yields the :class:`~tailguard.runtime.eventlog.Session` header first, then one
-    :class:`Verdict` per compaction and each :class:`~tailguard.runtime.eventlog.Refusal` line as it
+    :class:`Verdict` per compaction and each :class:`~tailguard.runtime.eventlog.Refusal` and
+    :class:`~tailguard.runtime.eventlog.Adopt` (spec 1.2: offsets that predate the guard) line as it
     is, in log order; a compaction is judged against the state recorded before it and then
     recorded (it happened). Ranges are taken as they are (strict refuses inconsistent ones
     with ``well_formed``); a negative append count (SPEC.md 9.4), a summary id that names no
@@ -88,7 +89,7 @@ def replay(
         )
     decide = core.decide
     for ev in apply_events(core, it, source):
-        if isinstance(ev, Refusal):
+        if not isinstance(ev, Compact):  # a refusal line, or an adoption (recorded already)
             yield ev
             continue
         decision = decide(profile, ev.tail_start, ev.summary_input, ev.summary_covers, ev.saw, ev.keeps)

@@ -93,6 +93,15 @@ class UnrecoverableCompactionError(TailguardError, RuntimeError):
             msg += ": " + "; ".join(sentences)
         return cls(msg, failed=decision.failed, holes=decision.holes, decision=decision)
 
+
+class SnapshotError(TailguardError, ValueError):
+    """A ledger snapshot that cannot be restored: another format, version or session, altered,
+    or not the state of the log it claims to continue. ``field`` names where, ``reason`` why."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field, self.reason = field, reason
+        super().__init__(f"{field}: {reason}")
+
 # --- The spill store (spill/)
 
 

@@ -28,7 +28,7 @@ from tailguard.audit.report import TextReport
 from tailguard.cli import audit_fleet
 from tailguard.cli.profile_option import add_profile_option, profile_problem
 from tailguard.runtime.case import display_name
-from tailguard.runtime.eventlog import EventLogError, Refusal, Session, bounded_lines, iter_events
+from tailguard.runtime.eventlog import Adopt, EventLogError, Refusal, Session, bounded_lines, iter_events
 
 PROG = "tailguard audit"
 _SPOOL_BYTES = 8 << 20
@@ -94,12 +94,20 @@ def _audit(
     if report is not None:
         report.unit = header.unit
     compactions = violations = refusals = 0
+    adopted: list[Adopt] = []
     if fmt == "json" and not summary:
         out.write('{"compactions": [')
     dumps = json.dumps
     for v in results:
         if type(v) is Refusal:
             refusals += 1
+            continue
+        if type(v) is Adopt:
+            adopted.append(v)
+            if report is not None:
+                out.write(f"{where}:{v.line}: unverified: offsets [0, {v.hi}) predate the guard (adopted as "
+                          f"summary {dumps(v.summary or 'adopted')}, reason {dumps(v.reason)}); nothing "
+                          "here verifies them\n")
             continue
         assert isinstance(v, Verdict)
         compactions += 1
@@ -109,8 +117,10 @@ def _audit(
             report.verdict(v)
         elif fmt == "json" and not summary:
             out.write((", " if compactions > 1 else "") + dumps(v.to_json()))
+    unverified = [[0, a.hi] for a in adopted if a.hi > 0]
+    extra = {"unverified": unverified} if adopted else {}  # spec 1.2 logs only: 1.1 output unchanged
     if fmt == "json" and summary:
-        out.write(dumps({"judged": compactions, "violations": violations, "refusals": refusals}) + "\n")
+        out.write(dumps({"judged": compactions, "violations": violations, "refusals": refusals, **extra}) + "\n")
     elif fmt == "text":
         noun = "compaction" if compactions == 1 else "compactions"
         tally = f"{violations} refused" if violations else "all allowed"
@@ -118,9 +128,13 @@ def _audit(
         if refusals:
             attempts = "attempt" if refusals == 1 else "attempts"
             logged = f"; {refusals} refused {attempts} logged by the guard and not committed"
-        out.write(f"{where}: {compactions} {noun} judged, {tally} (profile {profile}){logged}\n")
+        note = ""
+        if unverified:
+            note = "; unverified (predate the guard): " + ", ".join(f"[{lo}, {hi})" for lo, hi in unverified)
+        out.write(f"{where}: {compactions} {noun} judged, {tally} (profile {profile}){logged}{note}\n")
     else:
-        out.write(f'], "violations": {violations}, "refusals": {refusals}}}\n')
+        tail = f', "unverified": {dumps(unverified)}' if adopted else ""
+        out.write(f'], "violations": {violations}, "refusals": {refusals}{tail}}}\n')
     return compactions, violations
 
 

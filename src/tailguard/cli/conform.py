@@ -54,7 +54,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         command = command[1:]
     if not command:
         print("tailguard conform: give the implementation to run after --, "
-              "e.g. `tailguard conform -- python -m tailguard.conform.adapter`", file=stderr)
+              "e.g. `tailguard conform -- python -m tailguard.conform.reference_impl`", file=stderr)
         return 2
     try:
         vset = load_vectors(args.vectors)

@@ -6,14 +6,17 @@ session view read a log with :func:`apply_events`, so every event means the same
 them (SPEC.md sections 9 and 10): an ``append`` goes through :meth:`LedgerCore.append`, a summary
 id that names no summary in the context (``saw``, ``keeps``, ``evict_summary``) or a repeated new
 id is an :class:`~tailguard.runtime.eventlog.EventLogError` naming the line and the field, a
-negative count is one too, and a ``refusal`` line changes no state.
+negative count is one too, a ``refusal`` line changes no state, an ``adopt`` line (spec 1.2) must
+come first and a ``resume`` line must continue the state the log reached (:func:`resume_problem`).
 
 The hook: a compaction is judged against the state recorded *before* it. ``apply_events`` is a
 generator that yields each :class:`~tailguard.runtime.eventlog.Compact` after checking its lineage
 and before recording it: what the caller does before asking for the next event (the audit decides
 and explains it, the session view reads the core) sees that state; the compaction is recorded
 when the next event is asked for (it happened, whatever the verdict). Each
-:class:`~tailguard.runtime.eventlog.Refusal` line is yielded as it is, for the caller to count.
+:class:`~tailguard.runtime.eventlog.Refusal` line is yielded as it is, for the caller to count,
+and each :class:`~tailguard.runtime.eventlog.Adopt` line once it is recorded, for the caller to
+report its unverified offsets.
 
 Where the readers differ, they say so by argument: the ledger refuses a truncation or a spill
 that is not an interval inside the history (``ranges_inside``), as its own calls would; the audit
@@ -26,19 +29,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from tailguard.runtime import snapshot as _snapshot
 from tailguard.runtime.eventlog import (
+    Adopt,
     Append,
     Compact,
     Event,
     EventLogError,
     EvictSummary,
     Refusal,
+    Resume,
     Spill,
     Truncate,
 )
 from tailguard.runtime.ledger_core import LedgerCore
 
-__all__ = ["apply_events", "check_lineage"]
+__all__ = ["apply_events", "check_lineage", "resume_problem"]
 
 
 def check_lineage(core: LedgerCore, ev: Compact, source: str) -> None:
@@ -49,6 +55,18 @@ def check_lineage(core: LedgerCore, ev: Compact, source: str) -> None:
         raise EventLogError(source, ev.line, *problem)
 
 
+def resume_problem(core: LedgerCore, ev: Resume) -> tuple[str, str] | None:
+    """Why a ``resume`` line does not continue the state the log reached, or None (spec 1.2)."""
+    if ev.at != ev.line - 1:
+        return ("line", f"the snapshot restored here was taken at line {ev.at}, but the log reached "
+                f"line {ev.line - 1}: lines were written in between by another writer")
+    digest = _snapshot.state_digest(core)
+    if ev.snapshot != digest:
+        return ("snapshot", f"the state restored here ({ev.snapshot}) is not the state the log "
+                f"reached at line {ev.at} ({digest})")
+    return None
+
+
 def _outside(core: LedgerCore, ev: Truncate | Spill, source: str) -> EventLogError:
     return EventLogError(source, ev.line, "range", f"[{ev.lo}, {ev.hi}) is not an interval inside "
                          f"the history [0, {core.n})")
@@ -56,9 +74,10 @@ def _outside(core: LedgerCore, ev: Truncate | Spill, source: str) -> EventLogErr
 
 def apply_events(
     core: LedgerCore, events: Iterable[Event], source: str, *, ranges_inside: bool = False
-) -> Iterator[Compact | Refusal]:
+) -> Iterator[Compact | Refusal | Adopt]:
     """Apply ``events`` (the lines after the session header) to ``core``, each tagged with its
-    line; yield each compaction before recording it, and each refusal line (module docstring).
+    line; yield each compaction before recording it, each refusal line, and each adoption after
+    recording it (module docstring).
 
     ``source`` names the log in errors. ``ranges_inside``: refuse a truncation or spill that is
     not ``0 <= lo <= hi <= n`` (the ledger's rule) instead of recording it as it is (the
@@ -90,5 +109,16 @@ def apply_events(
             core.evict(ev.summary, ev.line)
         elif type(ev) is Refusal:
             yield ev
+        elif type(ev) is Adopt:
+            sid = ev.summary or "adopted"
+            problem = core.adopt_problem(ev.hi, sid)
+            if problem is not None:
+                raise EventLogError(source, ev.line, *problem)
+            core.adopt(ev.hi, sid, ev.line)
+            yield ev
+        elif type(ev) is Resume:
+            problem = resume_problem(core, ev)
+            if problem is not None:
+                raise EventLogError(source, ev.line, *problem)
         else:
             raise ValueError(f"line {ev.line}: a second session header")

@@ -42,6 +42,7 @@ from tailguard.base import jsonstrict
 from tailguard.base.errors import EventLogError as EventLogError
 
 __all__ = [
+    "Adopt",
     "Append",
     "Compact",
     "Event",
@@ -49,6 +50,7 @@ __all__ = [
     "EventWriter",
     "EvictSummary",
     "Refusal",
+    "Resume",
     "Session",
     "Spill",
     "Truncate",
@@ -58,7 +60,7 @@ __all__ = [
     "torn_reason",
 ]
 
-EVENT_KINDS = ("session", "append", "truncate", "compact", "spill", "evict_summary", "refusal")
+EVENT_KINDS = ("session", "append", "truncate", "compact", "spill", "evict_summary", "refusal", "adopt", "resume")
 
 
 class Session(NamedTuple):
@@ -67,6 +69,7 @@ class Session(NamedTuple):
     recovery_floor_span: int
     floor_unit: str
     truncator_unit: str
+    session_id: str | None = None  # spec 1.2: the session this log is of
 
 
 class Append(NamedTuple):
@@ -114,7 +117,24 @@ class Refusal(NamedTuple):
     holes: tuple[tuple[int, int], ...]
 
 
-Event = Session | Append | Truncate | Compact | Spill | EvictSummary | Refusal
+class Adopt(NamedTuple):
+    """Spec 1.2: offsets ``[0, hi)`` predate the guard (unverified); an adopted summary covers them."""
+
+    line: int
+    hi: int
+    reason: str
+    summary: str | None  # the adopted summary's id; None: ``"adopted"``
+
+
+class Resume(NamedTuple):
+    """Spec 1.2: a process continued the session from a snapshot of the state at line ``at``."""
+
+    line: int
+    snapshot: str  # the state digest of the snapshot restored (``sha256:<hex>``)
+    at: int  # the number of log lines that state reflects
+
+
+Event = Session | Append | Truncate | Compact | Spill | EvictSummary | Refusal | Adopt | Resume
 
 
 class _Bad(Exception):
@@ -213,6 +233,7 @@ def _parse(obj: object, line: int, first: bool) -> Event:
             _int(obj, "recovery_floor_span"),
             _str(obj, "floor_unit"),
             _str(obj, "truncator_unit"),
+            _opt_str(obj, "session_id"),
         )
     if kind == "append":
         count = obj.get("count", 1)
@@ -238,6 +259,16 @@ def _parse(obj: object, line: int, first: bool) -> Event:
         )
     if kind == "evict_summary":
         return EvictSummary(line, _str(obj, "summary"))
+    if kind == "adopt":
+        lo, hi = _pair(obj, "range")
+        if lo != 0 or hi < 0:
+            raise _Bad("range", f"expected [0, a] with a >= 0 (what predates the guard), got [{lo}, {hi}]")
+        return Adopt(line, hi, _str(obj, "reason"), _opt_str(obj, "summary"))
+    if kind == "resume":
+        at = _int(obj, "line")
+        if at < 1:
+            raise _Bad("line", f"expected a line number >= 1, got {at}")
+        return Resume(line, _str(obj, "snapshot"), at)
     if kind == "refusal":
         failed = obj.get("failed", [])
         if type(failed) is not list or not all(isinstance(f, str) for f in failed):
@@ -410,15 +441,19 @@ class EventWriter:
             self._stream.flush()
 
     def session(
-        self, unit: str, recovery_floor_span: int, floor_unit: str, truncator_unit: str
+        self, unit: str, recovery_floor_span: int, floor_unit: str, truncator_unit: str,
+        session_id: str | None = None,
     ) -> None:
-        self._write({
+        obj: dict[str, Any] = {
             "event": "session",
             "unit": unit,
             "recovery_floor_span": recovery_floor_span,
             "floor_unit": floor_unit,
             "truncator_unit": truncator_unit,
-        })  # fmt: skip
+        }
+        if session_id is not None:
+            obj["session_id"] = session_id
+        self._write(obj)
 
     def append(self, count: int = 1) -> None:
         self._write({"event": "append", "count": count})
@@ -496,6 +531,15 @@ class EventWriter:
             obj["handle"] = handle
         self._write(obj)
 
+    def adopt(self, hi: int, reason: str, summary: str | None) -> None:
+        obj: dict[str, Any] = {"event": "adopt", "range": [0, hi], "reason": reason}
+        if summary is not None:
+            obj["summary"] = summary
+        self._write(obj)
+
+    def resume(self, snapshot: str, at: int) -> None:
+        self._write({"event": "resume", "snapshot": snapshot, "line": at})
+
     def write_event(self, event: Event) -> None:
         """Write an event read by :func:`iter_events` (round trip)."""
         if isinstance(event, Session):
@@ -512,5 +556,9 @@ class EventWriter:
         elif isinstance(event, Refusal):
             self.refusal(event.summary_input, event.summary_covers, event.tail_start, event.failed,
                          event.holes)
+        elif isinstance(event, Adopt):
+            self.adopt(event.hi, event.reason, event.summary)
+        elif isinstance(event, Resume):
+            self.resume(event.snapshot, event.at)
         else:
             self.spill(event.lo, event.hi, event.handle)

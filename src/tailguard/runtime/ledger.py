@@ -34,8 +34,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from tailguard._generated.checker import Decision
+from tailguard._generated.checker import SPEC_VERSION, Decision
 from tailguard.base.vocab import Pair
+from tailguard.runtime import snapshot as _snapshot
 from tailguard.runtime.dispatch import apply_events
 from tailguard.runtime.eventlog import (
     Event,
@@ -49,6 +50,7 @@ from tailguard.runtime.ledger_core import PROFILES, LedgerCore
 from tailguard.runtime.ledger_explain import explain as _explain
 from tailguard.runtime.ledger_log import LogFailedError, LogSink
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.snapshot import SnapshotError
 
 __all__ = ["PROFILES", "Ledger", "LedgerCore", "LogFailedError", "TornLineWarning"]
 
@@ -114,6 +116,7 @@ summarized or spilled
         flush: bool = True,
         durable: bool = False,
         keep_history: bool = False,
+        session_id: str | None = None,
         _header: bool = True,
     ) -> None:
         """Start a session. ``floor_unit``/``truncator_unit`` default to ``unit``.
@@ -140,7 +143,10 @@ summarized or spilled
                 raise TypeError(f"{name}: expected a unit name (string), got {s!r}")
         if profile not in PROFILES:
             raise ValueError(f"profile: unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+        if session_id is not None and not isinstance(session_id, str):
+            raise TypeError(f"session_id: expected a string or None, got {session_id!r}")
         self.unit = unit
+        self.session_id = session_id
         self.profile = profile
         self._core = LedgerCore(
             recovery_floor_span, fu, tu, keep_history=keep_history, track_origins=True
@@ -153,7 +159,7 @@ summarized or spilled
         self._sink = LogSink(log, flush=flush, durable=durable) if log is not None else None
         self._writer = _writer(self._sink) if self._sink is not None else None
         if self._writer is not None and _header:
-            self._writer.session(unit, recovery_floor_span, fu, tu)
+            self._writer.session(unit, recovery_floor_span, fu, tu, session_id)
 
     # -- properties --------------------------------------------------------------
 
@@ -261,6 +267,8 @@ summarized or spilled
         are refused (``well_formed``), not raised; unknown summary ids raise ``ValueError``.
         """
         with self._lock:
+            if self._sink is not None and self._sink.failure is not None:
+                self._sink.check()  # a ledger whose log failed decides nothing until restored
             return self._decide(summary_input, summary_covers, tail_start, saw, keeps, profile)
 
     def _decide(
@@ -448,6 +456,113 @@ summarized or spilled
         for ev in apply_events(self._core, events, where, ranges_inside=True):
             if type(ev) is Refusal:
                 self.refusals += 1
+
+    # -- spec 1.2: adoption, snapshots ------------------------------------------------
+
+    def adopt(self, count: int, *, reason: str, summary: str | None = None) -> str:
+        """Record that offsets ``[0, count)`` predate the guard: a summary it did not make covers
+        them, **unverified** (SPEC.md section 11). Only before any other event. Returns the
+        adopted summary's id (default ``"adopted"``); it follows lineage like any summary, so if
+        it later leaves the context unseen, those offsets are holes."""
+        _int(count, "count")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError("reason: say why the history is adopted (a non-empty string)")
+        if summary is not None and not isinstance(summary, str):
+            raise TypeError(f"summary: expected a summary id (string) or None, got {summary!r}")
+        sid = "adopted" if summary is None else summary
+        with self._lock:
+            problem = self._core.adopt_problem(count, sid)
+            if problem is not None:
+                raise ValueError(f"{problem[0]}: {problem[1]}")
+            if self._writer is not None:
+                self._writer.adopt(count, reason, summary)
+            self._core.adopt(count, sid, self._next_line())
+        return sid
+
+    @property
+    def unverified(self) -> tuple[Pair, ...]:
+        """The offset ranges adopted from before the guard (unverified), merged."""
+        with self._lock:
+            return tuple(self._core.unverified)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The ledger's state as a versioned JSON value (SPEC.md section 11).
+
+        :meth:`restore` gives a ledger that decides every continuation exactly as this one.
+        Its size is O(merged intervals + summaries in the context). With a log file, it
+        records where the log ends (size and the last line's digest), so a restore can check
+        that it continues that log and nothing else has been written since.
+        """
+        with self._lock:
+            if self._sink is not None:
+                self._sink.check()
+                self._sink.flush()
+            state = _snapshot.capture(self._core)
+            value: dict[str, Any] = {
+                "format": _snapshot.FORMAT, "version": _snapshot.VERSION, "spec": SPEC_VERSION,
+                "session_id": self.session_id, "unit": self.unit, "profile": self.profile,
+                "log": {"lines": self._line, "refusals": self.refusals,
+                        **(self._sink.position() if self._sink is not None else {})},
+                "state": state,
+            }
+            value["integrity"] = _snapshot.integrity(value)
+            return value
+
+    @classmethod
+    def restore(
+        cls,
+        value: object,
+        *,
+        session_id: str | None = None,
+        log: TextIO | None = None,
+        path: str | os.PathLike[str] | None = None,
+        flush: bool = True,
+        durable: bool = False,
+    ) -> Ledger:
+        """A ledger from :meth:`snapshot`'s value that decides every continuation as the writer did.
+
+        ``session_id``: when given, the snapshot must be of that session. ``path``: the
+        session's log file, which must end exactly where the snapshot says (else another writer
+        continued the session, or it was rotated or replaced); the ledger appends to it, first a
+        ``resume`` line naming the snapshot. ``log``: a stream of your own to continue into
+        (the ``resume`` line goes there). Raises :class:`SnapshotError` naming the field and why.
+        """
+        env = _snapshot.header_of(value)
+        if env.get("integrity") != _snapshot.integrity(env):
+            raise SnapshotError("integrity", "the snapshot does not match its integrity digest "
+                                "(it was altered or damaged)")
+        if session_id is not None and env.get("session_id") != session_id:
+            raise SnapshotError("session_id", f"this is a snapshot of session {env.get('session_id')!r}, "
+                                f"not {session_id!r}")
+        if path is not None and log is not None:
+            raise TypeError("restore: give path= or log=, not both")
+        state = _snapshot.check_state(env.get("state"), "state")
+        pos = env.get("log")
+        if not isinstance(pos, dict) or type(pos.get("lines")) is not int or type(pos.get("refusals")) is not int:
+            raise SnapshotError("log", "expected the log position {\"lines\": L, \"refusals\": R, ...}")
+        profile = env.get("profile")
+        if profile not in PROFILES:
+            raise SnapshotError("profile", f"unknown profile {profile!r}")
+        core = _snapshot.load(state, seed=True, line=pos["lines"])
+        led = cls(core.F, unit=str(env.get("unit")), floor_unit=core.floor_unit,
+                  truncator_unit=core.truncator_unit, profile=str(profile),
+                  session_id=env.get("session_id"), _header=False)
+        led._core = core
+        led._line = pos["lines"]
+        led.refusals = pos["refusals"]
+        if path is not None:
+            led._sink, refused = LogSink.continuing(path, pos, flush=flush, durable=durable)
+            led._line += refused  # refusal lines past the snapshot: logged, no state to restore
+            led.refusals += refused
+            led._writer = _writer(led._sink)
+            weakref.finalize(led, led._sink.close)
+        elif log is not None:
+            led._sink = LogSink(log, flush=flush, durable=durable)
+            led._writer = _writer(led._sink)
+        if led._writer is not None:
+            led._writer.resume(state["digest"], led._line)
+            led._next_line()
+        return led
 
     def flush(self) -> None:
         """Write the lines ``flush=False`` kept back (a no-op otherwise)."""

@@ -37,6 +37,7 @@ __all__ = ["PROFILES", "LedgerCore"]
 PROFILES = tuple(CLAUSES)
 
 _ALLOW = Decision("allow", (), ())
+_UNUSED = object()
 _WELL_FORMED = Decision("refuse", ("well_formed",), ())
 
 
@@ -151,6 +152,7 @@ class LedgerCore:
         "summaries",
         "truncated",
         "truncator_unit",
+        "unverified",
     )
 
     def __init__(
@@ -174,6 +176,7 @@ class LedgerCore:
         self.summaries = SummaryContext()
         self.recovered = IntervalUnion()  # R = coverage of the whole context | union(SP)
         self.lost = IntervalUnion()  # TRU \ R
+        self.unverified = IntervalUnion()  # spec 1.2: offsets that predate the guard (adopted)
         # well_formed of the recorded truncations and spills: no reversed range, lowest lo,
         # highest hi (0 and 0 when nothing is recorded: harmless, since n >= 0 is checked too)
         self.reversed = False
@@ -311,6 +314,25 @@ class LedgerCore:
             self._depart(s, f"which left the context unseen by the summarizer at line {tag}")
         return sid
 
+    def adopt_problem(self, hi: int, summary: str) -> tuple[str, str] | None:
+        """Why an ``adopt`` of ``[0, hi)`` as ``summary`` cannot be recorded now, or None."""
+        if self.n or len(self.summaries) or self.truncated or self.spilled:
+            return ("event", "adopt must come before every other event (it names what predates the guard)")
+        if hi < 0:
+            return ("range", f"expected [0, a] with a >= 0, got [0, {hi}]")
+        at = self.summaries._used.get(summary, _UNUSED)
+        if at is not _UNUSED:
+            return ("summary", f"summary id {summary!r} is already used")
+        return None
+
+    def adopt(self, hi: int, summary: str, tag: object = None) -> None:
+        """Spec 1.2: offsets ``[0, hi)`` predate the guard; ``summary`` (in the context) covers
+        them, unverified. The history grows to ``hi``; the summary follows lineage like any."""
+        self.n += hi
+        self.unverified.add(0, hi)
+        self.summaries.adopt(summary, tag, 0, hi)
+        self._rebuild()
+
     def evict(self, summary: str, tag: object = None) -> None:
         """A budget stage evicted ``summary`` from the context: its coverage leaves with it."""
         s = self.summaries.evict(summary)
@@ -331,6 +353,13 @@ class LedgerCore:
                     self.recovered.remove(p_lo, p_hi)
                     for t_lo, t_hi in truncated.pieces(p_lo, p_hi):
                         self.lost.add(t_lo, t_hi)
+
+    def _rebuild(self) -> None:
+        """Recompute ``R`` and ``lost`` from the context's coverage, the spills and the
+        truncations, O(size): for a state set whole (an adoption, a restored snapshot), never
+        per event."""
+        self.recovered = union_of((self.summaries.coverage(), self.spilled))
+        self.lost = _difference(self.truncated, self.recovered)
 
     # -- deciding ----------------------------------------------------------------
 

@@ -25,6 +25,16 @@ changes its state only once :meth:`LogSink.write` has returned. The sink's contr
   so does closing your own stream before ``Ledger.close()``. A failed batch takes every
   buffered line back and fails the sink.
 
+- **One writer at a time, and never a stale one** (spec 1.2). Every write to a regular file
+  takes an advisory lock (``flock``) on it, so writers in several processes are serialized. Under
+  the lock the sink checks, before it writes, that the path still names the file it opened (a
+  log rotated, replaced or deleted under it is detected) and that the file still ends where its
+  own last line ended (a ledger whose log another writer continued is stale: its state is not
+  the log's). Either is a failure: the write raises :class:`LogFailedError`, nothing is
+  written, and the ledger decides nothing more until it is restored (``Ledger.restore``). A
+  failed write is cut back to where the file ended under the lock, so it never removes a line
+  another writer wrote.
+
 A stream without a file descriptor (``io.StringIO``, a wrapper of your own) gets
 ``stream.write(line)`` and ``stream.flush()``. If either raises, the sink is failed as above,
 but whatever that stream buffered is the stream's: the ledger never writes, flushes or closes
@@ -35,10 +45,17 @@ Standard library only: this module is on the runtime path.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import stat
-from typing import TextIO
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+try:
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks, the checks still run
+    _fcntl = None  # type: ignore[assignment]
 
 from tailguard.base.errors import LogFailedError as LogFailedError
 
@@ -62,12 +79,12 @@ def _descriptor(stream: object) -> int | None:
 class LogSink:
     """The ledger's log (see the module docstring). Not thread-safe: the ledger's lock guards it."""
 
-    __slots__ = ("_durable", "_fd", "_flush", "_owned", "_pending", "_pending_size", "_regular",
-                 "_stream", "failure")
+    __slots__ = ("_durable", "_end", "_fd", "_flush", "_ident", "_last", "_owned", "_path", "_pending",
+                 "_pending_size", "_regular", "_stream", "failure")
 
     def __init__(
         self, stream: TextIO | None = None, *, fd: int | None = None, owned: bool = False,
-        flush: bool = True, durable: bool = False,
+        flush: bool = True, durable: bool = False, path: str | os.PathLike[str] | None = None,
     ) -> None:
         """Write to ``stream``, or to the descriptor ``fd`` (closed by :meth:`close` if ``owned``)."""
         if (stream is None) == (fd is None):
@@ -86,12 +103,21 @@ class LogSink:
                 f"log: durable=True needs a log with a file descriptor (an open file), got {stream!r}"
             )
         self._regular = False
+        self._end = -1  # where the file ended after our last line (regular files)
+        self._last = b""  # our last line, as written
+        self._path: str | None = None
+        self._ident: tuple[int, int] | None = None
         if self._fd is not None:
             if stream is not None:
                 stream.flush()  # whatever it buffered goes before our first line, never after
-            self._regular = stat.S_ISREG(os.fstat(self._fd).st_mode)
+            st = os.fstat(self._fd)
+            self._regular = stat.S_ISREG(st.st_mode)
             if self._regular:  # our lines go at the end; a failed one is cut back to it
-                os.lseek(self._fd, 0, os.SEEK_END)
+                self._end = os.lseek(self._fd, 0, os.SEEK_END)
+                name = path if path is not None else getattr(stream, "name", None)
+                if isinstance(name, (str, os.PathLike)) and not isinstance(name, int):
+                    self._path = os.fspath(name)
+                    self._ident = (st.st_dev, st.st_ino)
 
     @property
     def durable(self) -> bool:
@@ -158,7 +184,39 @@ class LogSink:
         data = "".join(self._pending).encode("utf-8")
         self._pending.clear()
         self._pending_size = 0
-        start = os.lseek(fd, 0, os.SEEK_CUR) if self._regular else -1
+        if not self._regular:
+            self._write_all(fd, data, sync, -1)
+            return
+        locked = _lock(fd)
+        try:
+            start = os.fstat(fd).st_size
+            problem = self._stale(start)
+            if problem is not None:
+                self.failure = problem
+                self.check()
+            self._write_all(fd, data, sync, start)
+            self._end = start + len(data)
+            self._last = data[data.rfind(b"\n", 0, len(data) - 1) + 1:]
+        finally:
+            if locked:
+                _unlock(fd)
+
+    def _stale(self, size: int) -> str | None:
+        """Why this sink must not write now (the log moved, or another writer continued it)."""
+        if self._path is not None and self._ident is not None:
+            try:
+                st = os.stat(self._path)
+            except OSError as exc:
+                return f"the log {self._path} was removed or cannot be read ({exc.strerror or exc})"
+            if (st.st_dev, st.st_ino) != self._ident:
+                return f"the log {self._path} was replaced or rotated since this ledger opened it"
+        if self._end >= 0 and size != self._end:
+            how = "another writer continued it" if size > self._end else "it was cut short"
+            return (f"the log ends at byte {size}, not at this ledger's last line (byte {self._end}): "
+                    f"{how}; restore the ledger from the session's snapshot")
+        return None
+
+    def _write_all(self, fd: int, data: bytes, sync: bool, start: int) -> None:
         try:
             view = memoryview(data)
             while view:
@@ -173,6 +231,55 @@ class LogSink:
             self._take_back(fd, start)
             raise
 
+    def position(self) -> dict[str, Any]:
+        """Where the log ends (regular files): ``{"bytes": size, "last": digest of the last line}``."""
+        if not self._regular or self._end < 0:
+            return {}
+        return {"bytes": self._end, "last": _digest(self._last)}
+
+    @classmethod
+    def continuing(
+        cls, path: str | os.PathLike[str], position: Mapping[str, Any], *, flush: bool = True,
+        durable: bool = False,
+    ) -> tuple[LogSink, int]:
+        """A sink appending to ``path``, which must end where ``position`` (from :meth:`position`
+        of the writer that took the snapshot) says, and the number of lines past it; else
+        :class:`SnapshotError` naming why. Whole ``refusal`` lines past the snapshot are
+        accepted (a refusal changes no state: a compaction the guard refused, whose session
+        state was never saved because the framework's step raised); anything else is not."""
+        from tailguard.base.errors import SnapshotError
+
+        size, last = position.get("bytes"), position.get("last")
+        if type(size) is not int or not isinstance(last, str):
+            raise SnapshotError("log", "this snapshot was not taken with a log file: it records no "
+                                "log position to continue")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # not inherited by children (PEP 446)
+        try:
+            locked = _lock(fd)
+            try:
+                actual = os.fstat(fd).st_size
+                tail = _last_line(path, size) if actual >= size else None
+                extra = _refusals_past(path, size, actual) if actual > size else 0
+            finally:
+                if locked:
+                    _unlock(fd)
+            if actual > size and extra > 0:
+                size = actual
+            if actual != size:
+                how = "has grown: another writer continued the session (or a write was not saved with the " \
+                      "session's state)" if actual > size else "is shorter: it was cut, rotated or replaced"
+                raise SnapshotError("log", f"{os.fspath(path)} ends at byte {actual}, the snapshot at byte "
+                                    f"{size}; the log {how}")
+            if tail is None or _digest(tail) != last:
+                raise SnapshotError("log", f"{os.fspath(path)}: the last line is not the one the snapshot "
+                                    "saw: this is another log, or it was rewritten")
+            sink = cls(fd=fd, owned=True, flush=flush, durable=durable, path=path)
+            sink._last = tail if not extra else _last_line(path, actual)
+            return sink, extra
+        except BaseException:
+            os.close(fd)
+            raise
+
     def _take_back(self, fd: int, start: int) -> None:
         """Cut a regular file back to ``start``: no part of a failed line stays in the log."""
         if start < 0:
@@ -185,3 +292,53 @@ class LogSink:
         except OSError as exc:
             # nothing else to try: from_log and the audit report the torn last line
             self.failure = f"{self.failure}; and the partial line could not be removed: {exc}"
+
+
+def _digest(line: bytes) -> str:
+    return "sha256:" + hashlib.sha256(line).hexdigest()
+
+
+def _last_line(path: str | os.PathLike[str], size: int) -> bytes:
+    """The last line of the first ``size`` bytes of ``path`` (with its line end)."""
+    from tailguard.base.jsonstrict import MAX_LINE_BYTES
+
+    with open(path, "rb") as f:
+        start = max(0, size - MAX_LINE_BYTES - 2)
+        f.seek(start)
+        data = f.read(size - start)
+    return data[data.rfind(b"\n", 0, len(data) - 1) + 1:]
+
+
+def _refusals_past(path: str | os.PathLike[str], start: int, end: int) -> int:
+    """How many whole ``refusal`` lines fill ``[start, end)`` of ``path``; 0 if anything else does."""
+    import json
+
+    if end - start > (1 << 20):
+        return 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    if not data.endswith(b"\n"):
+        return 0
+    count = 0
+    for raw in data.splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            return 0
+        if not isinstance(obj, dict) or obj.get("event") != "refusal":
+            return 0
+        count += 1
+    return count
+
+
+def _lock(fd: int) -> bool:
+    if _fcntl is None:  # pragma: no cover
+        return False
+    _fcntl.flock(fd, _fcntl.LOCK_EX)
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if _fcntl is not None:
+        _fcntl.flock(fd, _fcntl.LOCK_UN)

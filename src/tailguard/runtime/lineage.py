@@ -174,6 +174,15 @@ class SummaryContext:
         self._cov = None
         return lost
 
+    def adopt(self, sid: str, tag: object, lo: int, hi: int) -> None:
+        """Spec 1.2: a summary the guard did not make, covering ``[lo, hi)`` (unverified). It is
+        not a compaction (the ordinal ids do not count it); it joins the context beside the rest."""
+        self._used[sid] = tag
+        cov = IntervalUnion()
+        cov.add(lo, hi)
+        self._ids[sid] = Summary(sid, tag, cov)
+        self._cov = None
+
     def evict(self, sid: str) -> Summary:
         """A budget stage evicted ``sid`` from the context (it must be there)."""
         summary = self._ids.pop(sid)

@@ -14,6 +14,8 @@ A record is a plain JSON-ready dict (key order fixed, so JSONL output is byte-st
   ``why``, the single-file text audit's sentence, which names the lines that truncated
   the offsets or the lost summary that covered them (in full at every compaction, where the
   text audit says ``still open since line L`` for a hole it already explained);
+- ``unverified`` (spec 1.2): the offset ranges ``[lo, hi)`` the guard adopted from before it
+  came (``adopt`` lines): neither verified nor counted as lost, their own category;
 - ``error``: null, or why the log is unusable, as ``FILE:LINE: field: reason`` (exactly the
   single-file audit's message; line 0 when the file as a whole could not be read).
 
@@ -29,7 +31,7 @@ from typing import TypedDict
 
 from tailguard.audit.fleet.sources import Item, open_lines
 from tailguard.audit.replay import Verdict, replay
-from tailguard.runtime.eventlog import Event, EventLogError, Refusal, iter_events
+from tailguard.runtime.eventlog import Adopt, Event, EventLogError, Refusal, iter_events
 
 __all__ = ["Hole", "Record", "audit_batch", "audit_lines", "audit_source", "error_record"]
 
@@ -49,6 +51,7 @@ class Record(TypedDict):
     refusals: int
     logged_refusals: int
     holes: list[Hole]
+    unverified: list[list[int]]
     error: str | None
 
 
@@ -71,6 +74,7 @@ def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: b
     box = [0]
     compactions = refusals = logged = 0
     holes: list[Hole] = []
+    unverified: list[list[int]] = []
     error: str | None = None
     results = replay(_counted(iter_events(lines, source), box), profile=profile, explain=explain,
                      source=source)
@@ -79,6 +83,10 @@ def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: b
         for v in results:
             if type(v) is Refusal:
                 logged += 1
+                continue
+            if type(v) is Adopt:
+                if v.hi > 0:
+                    unverified.append([0, v.hi])
                 continue
             assert isinstance(v, Verdict)
             compactions += 1
@@ -96,13 +104,13 @@ def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: b
     except EventLogError as exc:
         error = str(exc)
     return {"source": source, "events": box[0], "compactions": compactions, "refusals": refusals,
-            "logged_refusals": logged, "holes": holes, "error": error}
+            "logged_refusals": logged, "holes": holes, "unverified": unverified, "error": error}
 
 
 def error_record(source: str, error: str) -> Record:
     """The record of a session that could not be read or audited at all."""
     return {"source": source, "events": 0, "compactions": 0, "refusals": 0, "logged_refusals": 0,
-            "holes": [], "error": error}
+            "holes": [], "unverified": [], "error": error}
 
 
 def audit_source(item: Item, profile: str) -> Record:

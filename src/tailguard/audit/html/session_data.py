@@ -23,6 +23,7 @@ from tailguard.audit.replay import Verdict, replay
 from tailguard.base.intervals import difference
 from tailguard.base.vocab import Pair
 from tailguard.runtime.eventlog import (
+    Adopt,
     Compact,
     Event,
     EvictSummary,
@@ -186,6 +187,8 @@ def collect(lines: Iterable[bytes], source: str, profile: str) -> SessionData:
             data.refusals += 1
             if len(data.refusal_lines) < MAX_LISTED:
                 data.refusal_lines.append(v)
+            continue
+        if type(v) is Adopt:  # recorded in the core, whose state the rows read; not drawn itself
             continue
         assert isinstance(v, Verdict)
         _verdict(data, core, v)

@@ -1,12 +1,13 @@
 """The Python reference implementation of the conformance protocol.
 
-``python -m tailguard.conform.adapter`` reads one request per line,
+``python -m tailguard.conform.reference_impl`` reads one request per line,
 ``{"profile": ..., "case": {...}}``, and answers each with one line from the generated
 checker, ``{"decision": ..., "failed": [...], "holes": [...]}``; a case it cannot read gets
 ``{"error": "<field>: <reason>"}``: the request is read strictly (:mod:`tailguard.base.jsonstrict`: a
 repeated key, ``NaN``, an over-long integer or too deep a nesting is unusable, never decided), so
 that ``60.0`` stays a float and is refused as one. It is what ``tailguard conform`` expects of any
-implementation, in a dozen lines: ``tailguard conform -- python -m tailguard.conform.adapter``.
+implementation, in a dozen lines:
+``tailguard conform -- python -m tailguard.conform.reference_impl``.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,3 +130,69 @@ def test_from_lines_continues_into_a_stream_of_your_own() -> None:
     again.append(1)
     assert out.getvalue() == '{"event": "append", "count": 1}\n'
     assert again.history_end == 6
+
+
+def _lineage_log(compactions: int) -> list[str]:
+    """A session shaped like the adapters' logs, ten lines or so per compaction: appends,
+    spilled truncations of the oldest verbatim units (one in nine not spilled), and compactions
+    that saw the previous summary or not (a trimmer dropped it: it leaves the context), keep
+    the oldest one beside the new one one time in four, and now and then an eviction."""
+    lines = ['{"event": "session", "unit": "messages", "recovery_floor_span": 3, "floor_unit": "messages", '
+             '"truncator_unit": "messages"}']
+    n = verbatim = 0
+    context: list[str] = []
+    for k in range(compactions):
+        for j in range(3):
+            lines.append('{"event": "append", "count": 4}')
+            n += 4
+            if j != 2:
+                if (k + j) % 9:
+                    lines.append(json.dumps({"event": "spill", "range": [verbatim, verbatim + 2]}))
+                lines.append(json.dumps({"event": "truncate", "range": [verbatim, verbatim + 2]}))
+                verbatim += 2
+        prev = context[-1] if context else None
+        saw = [prev] if prev is not None and k % 3 else []
+        keeps = [context[0]] if context and context[0] not in saw and k % 4 == 1 else []
+        lines.append(json.dumps({"event": "compact", "summary_input": [verbatim, n - 3],
+                                 "summary_covers": [verbatim, n - 3], "tail_start": n - 3,
+                                 "summary": f"s{k}", "saw": saw, "keeps": keeps}))
+        context = [s for s in context if s in keeps] + [f"s{k}"]
+        verbatim = n - 3
+        if len(context) > 1 and k % 7 == 0:
+            lines.append(json.dumps({"event": "evict_summary", "summary": context.pop(0)}))
+    return [x + "\n" for x in lines]
+
+
+def test_from_log_does_a_bounded_amount_of_interval_work_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linear in the log's length, compactions included (issue 25, point 7), checked by counting,
+    not by timing: every interval set answers a call in O(log k + what it returns), so the work
+    is the calls and the ranges they walk. A summary leaving the context used to rebuild R and
+    ``lost`` from every range held (O(k) a departure); now each departure walks only its own
+    coverage and what changes, so the count per line stays flat as the log grows.
+    ``benchmarks/bench_from_log.py`` times it."""
+    from tailguard.runtime import interval_index
+
+    walked = [0]
+    rows, iterate = interval_index.Runs._rows, interval_index.Runs.__iter__
+
+    def counted_rows(self: interval_index.Runs, p: tuple[int, int]) -> Any:
+        for row in rows(self, p):
+            walked[0] += 1
+            yield row
+
+    def counted_iter(self: interval_index.Runs) -> Any:
+        for pair in iterate(self):
+            walked[0] += 1
+            yield pair
+
+    monkeypatch.setattr(interval_index.Runs, "_rows", counted_rows)
+    monkeypatch.setattr(interval_index.Runs, "__iter__", counted_iter)
+    per_line = []
+    for compactions in (150, 1200):
+        log = _lineage_log(compactions)
+        walked[0] = 0
+        led = Ledger.from_log(log)
+        assert len(led.core.lost) > 0 and led.history_end == 12 * compactions  # holes, and the whole log
+        per_line.append(walked[0] / len(log))
+    assert per_line[1] <= 1.1 * per_line[0] + 0.5, per_line  # flat: 8x the log, the same work a line
+    assert per_line[1] < 8, per_line  # about 1.2 here; before, 14 and 104 rows a line

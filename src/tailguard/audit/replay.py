@@ -1,7 +1,9 @@
 """Replay an event log through the ledger's core: the judgement ``tailguard audit`` reports.
 
 Every compaction is judged against the state recorded before it, then recorded (it happened),
-by the same :class:`~tailguard.runtime.ledger_core.LedgerCore` the runtime ledger decides with.
+by the same :class:`~tailguard.runtime.ledger_core.LedgerCore` the runtime ledger decides with,
+fed by the same dispatch (:func:`tailguard.runtime.dispatch.apply_events`) that
+:meth:`~tailguard.runtime.ledger.Ledger.from_log` rebuilds a ledger with.
 """
 
 from __future__ import annotations
@@ -10,20 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from tailguard._generated.checker import Decision
-from tailguard.runtime.eventlog import (
-    Adopt,
-    Append,
-    Compact,
-    Event,
-    EventLogError,
-    EvictSummary,
-    Refusal,
-    Resume,
-    Session,
-    Spill,
-    Truncate,
-)
-from tailguard.runtime.ledger import _check_lineage, resume_problem
+from tailguard.runtime.dispatch import apply_events
+from tailguard.runtime.eventlog import Adopt, Compact, Event, Refusal, Session
 from tailguard.runtime.ledger_core import PROFILES, LedgerCore
 from tailguard.runtime.ledger_explain import explain as _explain
 
@@ -60,6 +50,7 @@ def _hole_truncation_lines(core: LedgerCore, decision: Decision) -> tuple[int, .
 def replay(
     events: Iterable[Event], *, profile: str = "strict", explain: bool = False,
     source: str = "<trace>", narrow: Callable[[int, Decision], Decision] | None = None,
+    core: LedgerCore | None = None,
 ) -> Iterator[Session | Verdict | Refusal | Adopt]:
     """Replay events (from :func:`tailguard.runtime.eventlog.iter_events`) through a ledger core.
 
@@ -76,6 +67,10 @@ def replay(
     for the seed profile, the seed's raw truncations reduced to non-dominated pairs).
     With ``explain``, ``narrow(line, decision)`` (if given) picks what of each refused decision
     to explain, e.g. only holes a report has not named yet; ``Verdict.decision`` stays whole.
+    ``core``: record into this fresh core, built by the caller for the header (with
+    ``seed=True`` for the seed profile, ``track_origins=True`` for explanations), instead of one
+    of replay's own; at each :class:`Verdict` it holds the state that compaction was judged
+    against, for the caller to read (the HTML session view does), never to write.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
@@ -84,52 +79,25 @@ def replay(
     if not isinstance(header, Session):
         raise ValueError("the first event must be the session header")
     yield header
-    core = LedgerCore(
-        header.recovery_floor_span,
-        header.floor_unit,
-        header.truncator_unit,
-        track_origins=explain,
-        seed=profile == "seed",
-    )
+    if core is None:
+        core = LedgerCore(
+            header.recovery_floor_span,
+            header.floor_unit,
+            header.truncator_unit,
+            track_origins=explain,
+            seed=profile == "seed",
+        )
     decide = core.decide
-    for ev in it:
-        if type(ev) is Append:
-            if ev.amount < 0:  # SPEC.md 9.4, as the reader and Ledger.append: offsets never repeat
-                raise EventLogError(source, ev.line, "count", f"expected a count >= 0, got {ev.amount}")
-            core.n += ev.amount
-        elif type(ev) is Truncate:
-            core.truncate(ev.lo, ev.hi, ev.line)
-        elif type(ev) is Compact:
-            _check_lineage(core, ev, source)
-            decision = decide(profile, ev.tail_start, ev.summary_input, ev.summary_covers, ev.saw, ev.keeps)
-            sentences: tuple[str, ...] = ()
-            truncated_at: tuple[int, ...] = ()
-            if explain and not decision.allowed:
-                shown = decision if narrow is None else narrow(ev.line, decision)
-                sentences = tuple(_explain(core, profile, shown, ev.tail_start, ev.summary_input,
-                                           ev.summary_covers, ev.saw, ev.keeps))
-                truncated_at = _hole_truncation_lines(core, decision)
-            yield Verdict(ev.line, decision, sentences, ev.override, ev, core.n, truncated_at)
-            core.compact(ev.summary_input, ev.summary_covers, ev.line, summary=ev.summary, saw=ev.saw,
-                         keeps=ev.keeps)
-        elif type(ev) is Spill:
-            core.spill(ev.lo, ev.hi, ev.line)
-        elif type(ev) is EvictSummary:
-            problem = core.evict_problem(ev.summary)
-            if problem is not None:
-                raise EventLogError(source, ev.line, *problem)
-            core.evict(ev.summary, ev.line)
-        elif type(ev) is Refusal:
+    for ev in apply_events(core, it, source):
+        if not isinstance(ev, Compact):  # a refusal line, or an adoption (recorded already)
             yield ev
-        elif type(ev) is Adopt:
-            problem = core.adopt_problem(ev.hi, ev.summary or "adopted")
-            if problem is not None:
-                raise EventLogError(source, ev.line, *problem)
-            core.adopt(ev.hi, ev.summary or "adopted", ev.line)
-            yield ev
-        elif type(ev) is Resume:
-            problem = resume_problem(core, ev)
-            if problem is not None:
-                raise EventLogError(source, ev.line, *problem)
-        else:
-            raise ValueError(f"line {ev.line}: a second session header")
+            continue
+        decision = decide(profile, ev.tail_start, ev.summary_input, ev.summary_covers, ev.saw, ev.keeps)
+        sentences: tuple[str, ...] = ()
+        truncated_at: tuple[int, ...] = ()
+        if explain and not decision.allowed:
+            shown = decision if narrow is None else narrow(ev.line, decision)
+            sentences = tuple(_explain(core, profile, shown, ev.tail_start, ev.summary_input,
+                                       ev.summary_covers, ev.saw, ev.keeps))
+            truncated_at = _hole_truncation_lines(core, decision)
+        yield Verdict(ev.line, decision, sentences, ev.override, ev, core.n, truncated_at)

@@ -11,7 +11,8 @@ line can reach the log later (:mod:`tailguard.runtime.ledger_log`; ``durable=Tru
 but appends and truncations). One lock makes a ledger safe to share between threads, and the
 log's order is the order in which the state changed. ``tailguard audit``
 replays the log with the same core (:func:`tailguard.audit.replay.replay`), and :meth:`Ledger.from_log` rebuilds a
-ledger from its own log to continue a session in a new process.
+ledger from its own log to continue a session in a new process; both read it through one event
+dispatch (:func:`tailguard.runtime.dispatch.apply_events`).
 
 Summary lineage (spec 1.1): every compaction creates a summary with an id; it states which
 summaries in the context its summarizer saw whole (``saw``, default: all) and which earlier
@@ -37,19 +38,12 @@ from tailguard._generated.checker import SPEC_VERSION, Decision
 from tailguard.base.args import check_ids, check_int, check_pair, count_problem
 from tailguard.base.vocab import Pair
 from tailguard.runtime import snapshot as _snapshot
+from tailguard.runtime.dispatch import apply_events
 from tailguard.runtime.eventlog import (
-    Adopt,
-    Append,
-    Compact,
     Event,
-    EventLogError,
     EventWriter,
-    EvictSummary,
     Refusal,
-    Resume,
     Session,
-    Spill,
-    Truncate,
     iter_events,
     torn_reason,
 )
@@ -461,39 +455,9 @@ summarized or spilled
         return led
 
     def _rebuild_from(self, events: Iterator[Event], where: str) -> None:
-        core = self._core
-        for ev in events:
-            if type(ev) is Append:  # iter_events has refused a negative count (SPEC.md 9.4)
-                core.append(ev.amount)
-            elif type(ev) is Truncate or type(ev) is Spill:
-                if not 0 <= ev.lo <= ev.hi <= core.n:
-                    raise EventLogError(where, ev.line, "range", f"[{ev.lo}, {ev.hi}) is not an "
-                                        f"interval inside the history [0, {core.n})")
-                if type(ev) is Truncate:
-                    core.truncate(ev.lo, ev.hi, ev.line)
-                else:
-                    core.spill(ev.lo, ev.hi, ev.line)
-            elif type(ev) is Compact:
-                _check_lineage(core, ev, where)
-                core.compact(ev.summary_input, ev.summary_covers, ev.line, summary=ev.summary,
-                             saw=ev.saw, keeps=ev.keeps)
-            elif type(ev) is EvictSummary:
-                problem = core.evict_problem(ev.summary)
-                if problem is not None:
-                    raise EventLogError(where, ev.line, *problem)
-                core.evict(ev.summary, ev.line)
-            elif type(ev) is Refusal:
+        for ev in apply_events(self._core, events, where, ranges_inside=True):
+            if type(ev) is Refusal:
                 self.refusals += 1
-            elif type(ev) is Adopt:
-                problem = core.adopt_problem(ev.hi, ev.summary or "adopted")
-                if problem is not None:
-                    raise EventLogError(where, ev.line, *problem)
-                core.adopt(ev.hi, ev.summary or "adopted", ev.line)
-            elif type(ev) is Resume:
-                problem = resume_problem(core, ev)
-                if problem is not None:
-                    raise EventLogError(where, ev.line, *problem)
-            # a second session header: iter_events has refused it (only line 1 may be one)
 
     # -- spec 1.2: adoption, snapshots ------------------------------------------------
 
@@ -615,22 +579,3 @@ summarized or spilled
         with self._lock:
             if self._sink is not None:
                 self._sink.close()
-
-
-def resume_problem(core: LedgerCore, ev: Resume) -> tuple[str, str] | None:
-    """Why a ``resume`` line does not continue the state the log reached, or None (spec 1.2)."""
-    if ev.at != ev.line - 1:
-        return ("line", f"the snapshot restored here was taken at line {ev.at}, but the log reached "
-                f"line {ev.line - 1}: lines were written in between by another writer")
-    digest = _snapshot.state_digest(core)
-    if ev.snapshot != digest:
-        return ("snapshot", f"the state restored here ({ev.snapshot}) is not the state the log "
-                f"reached at line {ev.at} ({digest})")
-    return None
-
-
-def _check_lineage(core: LedgerCore, ev: Compact, where: str) -> None:
-    problem = core.lineage_problem(ev.summary, ev.saw, ev.keeps, new=True)
-    if problem is not None:
-        raise EventLogError(where, ev.line, *problem)
-

@@ -43,7 +43,7 @@ from tailguard.base.vocab import (
     Pair,
 )
 from tailguard.runtime.interval_index import IntervalUnion, Runs, Staircase
-from tailguard.runtime.lineage import LostCoverage, SummaryContext, union_of
+from tailguard.runtime.lineage import LostCoverage, Summary, SummaryContext, union_of
 
 __all__ = ["PROFILES", "LedgerCore"]
 
@@ -319,18 +319,10 @@ class LedgerCore:
         honest = self.honest_part(summary_input, summary_covers)
         sid, _ = self.summaries.new_id(summary)
         departed = self.summaries.commit(sid, tag, honest, saw, keeps)
-        if not departed:  # every earlier summary is kept or inside the new one: R only grows
-            for lo, hi in honest:
-                self.recovered.add(lo, hi)  # lost ⊆ TRU and honest avoids TRU: lost unchanged
-            return sid
-        if self.lost_coverage is not None:
-            still = self.summaries.coverage()
-            for s in departed:
-                why = f"summary {s.id!r} (line {s.tag}), which left the context unseen by the summarizer at line {tag}"
-                for lo, hi in s.coverage:
-                    for g_lo, g_hi in still.gaps(lo, hi):
-                        self.lost_coverage.assign(g_lo, g_hi, why)
-        self._rebuild()
+        for lo, hi in honest:  # the new summary holds its honest part: R grows by it
+            self.recovered.add(lo, hi)  # lost ⊆ TRU and honest avoids TRU: lost unchanged
+        for s in departed:  # every other summary is kept or inside the new one, or gone
+            self._depart(s, f"which left the context unseen by the summarizer at line {tag}")
         return sid
 
     def adopt_problem(self, hi: int, summary: str) -> tuple[str, str] | None:
@@ -355,16 +347,28 @@ class LedgerCore:
     def evict(self, summary: str, tag: object = None) -> None:
         """A budget stage evicted ``summary`` from the context: its coverage leaves with it."""
         s = self.summaries.evict(summary)
-        if self.lost_coverage is not None:
-            still = self.summaries.coverage()
-            why = f"summary {s.id!r} (line {s.tag}), which was evicted from the context at line {tag}"
-            for lo, hi in s.coverage:
-                for g_lo, g_hi in still.gaps(lo, hi):
-                    self.lost_coverage.assign(g_lo, g_hi, why)
-        self._rebuild()
+        self._depart(s, f"which was evicted from the context at line {tag}")
+
+    def _depart(self, s: Summary, how: str) -> None:
+        """``s`` has left the context: the offsets of its coverage that no summary still in the
+        context covers (what ``lost_coverage`` names, ``how`` says why) and no spill holds leave
+        ``R``, and the truncated ones among them join ``lost``. O(log k) per range of ``E(s)``
+        and per range that changes, never a pass over the whole state (each summary leaves once)."""
+        why = f"summary {s.id!r} (line {s.tag}), {how}"
+        lost_coverage, spilled, truncated = self.lost_coverage, self.spilled, self.truncated
+        for lo, hi in s.coverage:
+            for g_lo, g_hi in self.summaries.uncovered(lo, hi):
+                if lost_coverage is not None:
+                    lost_coverage.assign(g_lo, g_hi, why)
+                for p_lo, p_hi in spilled.gaps(g_lo, g_hi):
+                    self.recovered.remove(p_lo, p_hi)
+                    for t_lo, t_hi in truncated.pieces(p_lo, p_hi):
+                        self.lost.add(t_lo, t_hi)
 
     def _rebuild(self) -> None:
-        """Recompute ``R`` and ``lost`` after the context's coverage shrank: O(size)."""
+        """Recompute ``R`` and ``lost`` from the context's coverage, the spills and the
+        truncations, O(size): for a state set whole (an adoption, a restored snapshot), never
+        per event."""
         self.recovered = union_of((self.summaries.coverage(), self.spilled))
         self.lost = _difference(self.truncated, self.recovered)
 

@@ -117,6 +117,18 @@ class SummaryContext:
                 self._cov = union_of(s.coverage for s in self._ids.values())
         return self._cov
 
+    def uncovered(self, lo: int, hi: int) -> list[Pair]:
+        """``[lo, hi)`` minus the coverage of every summary in the context, as maximal ranges,
+        without building their union: O(summaries in the context x (log k + output))."""
+        if self._cov is not None or len(self._ids) <= 1:
+            return self.coverage().gaps(lo, hi)
+        rest = [(lo, hi)]
+        for s in self._ids.values():
+            rest = [g for r_lo, r_hi in rest for g in s.coverage.gaps(r_lo, r_hi)]
+            if not rest:
+                break
+        return rest
+
     def coverage_of(self, saw: Sequence[str] | None, keeps: Sequence[str]) -> IntervalUnion:
         """The prior coverage of a compaction: ``⋃ E(S_j), j ∈ saw ∪ keeps`` (ids must be known)."""
         if self.is_whole(saw, keeps):
@@ -143,7 +155,16 @@ class SummaryContext:
             self._ids = {sid: Summary(sid, tag, cov)}
             self._cov = cov
             return []
-        cov = union_of(self._ids[s].coverage for s in seen)
+        # E(S_k): the largest coverage seen that leaves the context now (seen, not kept) is
+        # taken over, not copied, so a chain of summaries each seeing the last copies nothing;
+        # a summary seen and kept stays in the context with its own union, so it is copied
+        movable = [s for s in seen if s not in kept]
+        base = max(movable, key=lambda s: len(self._ids[s].coverage)) if movable else None
+        cov = IntervalUnion() if base is None else self._ids[base].coverage
+        for s in seen:
+            if s != base:
+                for lo, hi in self._ids[s].coverage:
+                    cov.add(lo, hi)
         for lo, hi in honest:
             cov.add(lo, hi)
         seen_set = set(seen)

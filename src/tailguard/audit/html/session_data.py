@@ -1,11 +1,12 @@
 """What the session view draws, read off the audit's own replay.
 
 :func:`collect` runs :func:`tailguard.audit.replay.replay` (the audit's engine: every verdict,
-failed clause, hole and sentence shown is the one ``tailguard audit`` reports) and, beside
-it, feeds the same events to a shadow :class:`~tailguard.runtime.ledger_core.LedgerCore` one event
-behind, so that at each verdict the shadow holds exactly the state the compaction was judged
-against. The shadow only answers *where from*: the honest and inherited coverage of each
-compaction and which log line caused each hole. Nothing here decides anything.
+failed clause, hole and sentence shown is the one ``tailguard audit`` reports) on a
+:class:`~tailguard.runtime.ledger_core.LedgerCore` of its own making, which at each verdict holds
+exactly the state the compaction was judged against (replay records a compaction only when the
+next event is asked for). It is read, never written, to answer *where from*: the honest and
+inherited coverage of each compaction and which log line caused each hole. Nothing here decides
+anything.
 
 Memory stays bounded for long logs: truncations and spills are kept as compact arrays,
 compactions beyond :data:`MAX_ROWS` are folded into aggregate rows as they stream past.
@@ -22,7 +23,7 @@ from tailguard.audit.replay import Verdict, replay
 from tailguard.base.intervals import difference
 from tailguard.base.vocab import Pair
 from tailguard.runtime.eventlog import (
-    Append,
+    Adopt,
     Compact,
     Event,
     EvictSummary,
@@ -106,21 +107,6 @@ class SessionData:
     torn: tuple[int, str] | None = None  # a torn last line the audit ignores (line, reason)
 
 
-def _apply(core: LedgerCore, ev: Event) -> None:
-    """Record ``ev`` in the shadow core, as :func:`tailguard.audit.replay.replay` records it."""
-    if type(ev) is Append:
-        core.n += ev.amount
-    elif type(ev) is Truncate:
-        core.truncate(ev.lo, ev.hi, ev.line)
-    elif type(ev) is Compact:
-        core.compact(ev.summary_input, ev.summary_covers, ev.line, summary=ev.summary, saw=ev.saw,
-                     keeps=ev.keeps)
-    elif type(ev) is Spill:
-        core.spill(ev.lo, ev.hi, ev.line)
-    elif type(ev) is EvictSummary:
-        core.evict(ev.summary, ev.line)
-
-
 def hole_causes(core: LedgerCore, hole: Pair, ev: Compact) -> list[Cause]:
     """Split ``hole`` by cause, in the order of the audit's ``no_hole`` sentence
     (:mod:`tailguard.runtime.ledger_explain`): unseen summaries, lost summaries, truncations, and
@@ -161,8 +147,8 @@ def hole_causes(core: LedgerCore, hole: Pair, ev: Compact) -> list[Cause]:
     return sorted(out, key=lambda c: c.lo)
 
 
-def _tee(events: Iterator[Event], core: LedgerCore, data: SessionData) -> Iterator[Event]:
-    """Pass events to replay; record each in the shadow core when the next one is pulled."""
+def _tee(events: Iterator[Event], data: SessionData) -> Iterator[Event]:
+    """Pass events to replay, noting what the view lists of each."""
     for ev in events:
         data.events += 1
         yield ev
@@ -174,7 +160,6 @@ def _tee(events: Iterator[Event], core: LedgerCore, data: SessionData) -> Iterat
                 data.handles[ev.line] = ev.handle
         elif type(ev) is EvictSummary and len(data.evictions) < MAX_LISTED:
             data.evictions.append((ev.line, ev.summary))
-        _apply(core, ev)
 
 
 def collect(lines: Iterable[bytes], source: str, profile: str) -> SessionData:
@@ -188,20 +173,22 @@ def collect(lines: Iterable[bytes], source: str, profile: str) -> SessionData:
     header = next(events)
     assert isinstance(header, Session)
     core = LedgerCore(header.recovery_floor_span, header.floor_unit, header.truncator_unit,
-                      track_origins=True, seed=False)
+                      track_origins=True, seed=profile == "seed")
     data = SessionData(source, profile, header)
 
     def with_header() -> Iterator[Event]:
         yield header
-        yield from _tee(events, core, data)
+        yield from _tee(events, data)
 
-    results = replay(with_header(), profile=profile, explain=True, source=source)
+    results = replay(with_header(), profile=profile, explain=True, source=source, core=core)
     next(results)
     for v in results:
         if type(v) is Refusal:
             data.refusals += 1
             if len(data.refusal_lines) < MAX_LISTED:
                 data.refusal_lines.append(v)
+            continue
+        if type(v) is Adopt:  # recorded in the core, whose state the rows read; not drawn itself
             continue
         assert isinstance(v, Verdict)
         _verdict(data, core, v)

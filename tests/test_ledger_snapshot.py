@@ -345,3 +345,30 @@ def test_two_processes_continuing_one_snapshot_at_once_never_both_write(tmp_path
     lines = log.read_text(encoding="utf-8").splitlines()
     verdicts = [v for v in replay(iter_events(lines), profile="partitioned") if hasattr(v, "decision")]
     assert len(verdicts) == 4 and all(v.decision.allowed for v in verdicts)
+
+
+def test_the_audit_its_json_html_and_fleet_show_adopted_offsets_as_unverified(tmp_path: Path) -> None:
+    from tailguard.audit.fleet import record
+    from tailguard.audit.fleet.sources import Item
+    from tailguard.cli.main import main
+
+    path = tmp_path / "t.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        led = Ledger(2, unit="messages", profile="partitioned", log=f, session_id="t")
+        led.adopt(3, reason="compacted <before>")
+        led.append(10)
+        led.commit(summary_input=(3, 11), summary_covers=(3, 11), tail_start=11)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["audit", "--profile", "partitioned", str(path)], stdout=out, stderr=err) == 0
+    assert f"{path}:2: unverified: offsets [0, 3) predate the guard" in out.getvalue()
+    assert out.getvalue().endswith("all allowed (profile partitioned); unverified (predate the guard): [0, 3)\n")
+    out = io.StringIO()
+    assert main(["audit", "--profile", "partitioned", "--format", "json", str(path)], stdout=out, stderr=err) == 0
+    assert json.loads(out.getvalue())["unverified"] == [[0, 3]]
+    page = tmp_path / "t.html"
+    assert main(["audit", "--profile", "partitioned", "--html", str(page), str(path)],
+                stdout=io.StringIO(), stderr=err) == 0
+    assert "unverified: offsets [0, 3) predate the guard" in page.read_text(encoding="utf-8")
+    assert "&lt;before&gt;" in page.read_text(encoding="utf-8")
+    rec = record.audit_source(Item("t.jsonl", str(path)), "partitioned")
+    assert rec["unverified"] == [[0, 3]] and rec["refusals"] == 0

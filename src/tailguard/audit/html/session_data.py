@@ -105,6 +105,7 @@ class SessionData:
     listed: list[Row] = field(default_factory=list)  # refused compactions with sentences
     chunk: int = 1  # compactions per aggregate row
     torn: tuple[int, str] | None = None  # a torn last line the audit ignores (line, reason)
+    adopted: list[Adopt] = field(default_factory=list)  # spec 1.2: offsets that predate the guard
 
 
 def hole_causes(core: LedgerCore, hole: Pair, ev: Compact) -> list[Cause]:
@@ -188,7 +189,8 @@ def collect(lines: Iterable[bytes], source: str, profile: str) -> SessionData:
             if len(data.refusal_lines) < MAX_LISTED:
                 data.refusal_lines.append(v)
             continue
-        if type(v) is Adopt:  # recorded in the core, whose state the rows read; not drawn itself
+        if type(v) is Adopt:  # recorded in the core, whose state the rows read; listed as unverified
+            data.adopted.append(v)
             continue
         assert isinstance(v, Verdict)
         _verdict(data, core, v)

@@ -251,6 +251,10 @@ def render_session(data: SessionData, heading: str = "Session") -> str:
         line, reason = data.torn
         out.append(f'<p class="note bad">Line {line}: torn last line ignored ({esc(reason)}); lines 1 to '
                    f"{line - 1} are judged.</p>")
+    for a in data.adopted:  # spec 1.2: their own category, never shown as verified
+        out.append(f'<p class="note unverified">Line {a.line}: unverified: offsets [0, {a.hi}) predate the guard '
+                   f'(adopted as summary {esc(a.summary or "adopted")}: {esc(a.reason)}); nothing in this log '
+                   "verifies them.</p>")
     if any(r.aggregate for r in data.rows):
         out.append(f'<p class="note">A long log: the refused compactions among the first {MAX_ROWS} have a row '
                    f'each, the allowed ones among them share one, later compactions are merged into rows of '

@@ -362,6 +362,42 @@ def test_history_compacted_before_the_guard_is_adopted_or_refused(tmp_path: Path
     asyncio.run(go())
 
 
+
+def test_logs_name_the_session_and_go_one_file_per_session(tmp_path: Path) -> None:
+    """``log=`` a directory: each session's own file, its header naming the store's session id; a
+    restart appends a ``resume`` line to that file. ``on_unknown_history`` is a GuardOptions field
+    here as in every adapter (given both ways is a TypeError; a bad value names the field)."""
+    from tailguard.adapters._guard import GuardOptions, SessionLogs
+
+    async def go() -> None:
+        logs = tmp_path / "logs"
+        logs.mkdir()
+        db = tmp_path / "many.db"
+        for sid in ("alice", "bob"):
+            under = SQLiteSession(sid, db)
+            session = GuardedResponsesCompactionSession(sid, under, client=StubClient(), compaction_mode="input",
+                                                        log=logs)
+            await session.add_items([{"role": "assistant", "content": f"mkI{i}"} for i in range(4)])
+            await session.run_compaction({"force": True})
+            session.close()
+        again = GuardedResponsesCompactionSession("alice", SQLiteSession("alice", db), client=StubClient(),
+                                                  compaction_mode="input", log=logs)
+        again.close()
+        for sid in ("alice", "bob"):
+            lines = [json.loads(x) for x in SessionLogs(logs).path(sid).read_text().splitlines()]  # type: ignore[union-attr]
+            assert lines[0]["event"] == "session" and lines[0]["session_id"] == sid
+            assert [x["event"] for x in lines][-1] == ("resume" if sid == "alice" else "compact")
+        assert len(list(logs.iterdir())) == 2
+    asyncio.run(go())
+    under = SQLiteSession("x")
+    opts = GuardOptions(recovery_floor_span=0, on_unknown_history="refuse")
+    assert GuardedResponsesCompactionSession("x", under, client=StubClient(), options=opts).on_unknown_history \
+        == "refuse"
+    with pytest.raises(TypeError, match="not both"):
+        GuardedResponsesCompactionSession("x", under, client=StubClient(), options=opts, on_unknown_history="adopt")
+    with pytest.raises(ValueError, match="on_unknown_history"):
+        GuardedResponsesCompactionSession("x", under, client=StubClient(), on_unknown_history="ignore")
+
 # -- 4. runtime and config agree on the shipped presets ---------------------------------------
 
 def check_config(path: Path) -> dict[str, Any]:

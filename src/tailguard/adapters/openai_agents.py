@@ -49,7 +49,9 @@ so such an item would be sent to ``responses.compact`` and would stop every auto
 compaction from matching. A store that already holds a compaction item the guard did not make
 is *adopted* (``Ledger.adopt``: everything up to its last compaction item predates the guard,
 unverified, one summary all of whose items are its carriers), or refused with
-``on_unknown_history="refuse"`` (this adapter's own keyword).
+``on_unknown_history="refuse"`` (a :class:`~tailguard.adapters._guard.GuardOptions` field, as in
+every adapter). The log's header names the session (the underlying store's ``session_id``);
+``log=`` may be a directory or a function from session id to path (one file per session).
 
 ``compaction_mode="previous_response_id"`` (and ``"auto"`` when it resolves to it) is decided
 as a compaction whose summarizer saw nothing: the server compacts what the client never sees.
@@ -99,6 +101,7 @@ from tailguard.adapters._guard import (
 )
 from tailguard.adapters._offsets import AdapterError, OffsetTracker, Plan
 from tailguard.adapters._spill_tool import encode_spill
+from tailguard.base.errors import SnapshotError
 from tailguard.base.intervals import difference, interval, normalize
 from tailguard.base.vocab import Pair
 from tailguard.pipeline.presets.openai_agents import PRESET
@@ -294,16 +297,14 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         log: LogArg | Unset = UNSET,
         profile: str | Unset = UNSET,
         state_store: StateStore | Unset | None = UNSET,
-        on_unknown_history: OnUnknownHistory = "adopt",
+        on_unknown_history: str | Unset = UNSET,
         **kwargs: Any,
     ) -> None:
         super().__init__(session_id, underlying_session, **kwargs)
-        if on_unknown_history not in ("adopt", "refuse"):
-            raise ValueError(f"on_unknown_history: expected 'adopt' or 'refuse', got {on_unknown_history!r}")
-        self.on_unknown_history = on_unknown_history
         self.options = guard_options(options, "GuardedResponsesCompactionSession", {"recovery_floor_span": 0},
                                      recovery_floor_span=recovery_floor_span, on_refuse=on_refuse,
-                                     store=store, log=log, profile=profile)
+                                     store=store, log=log, profile=profile, on_unknown_history=on_unknown_history)
+        self.on_unknown_history: OnUnknownHistory = self.options.on_unknown_history
         self.state_store = _default_state_store(underlying_session) if state_store is UNSET else state_store
         self._state_key = str(getattr(underlying_session, "session_id", session_id))
         self._slots: list[_Slot] = []
@@ -311,8 +312,9 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         self._run: _Compaction | None = None
         saved = self.state_store.load(self._state_key) if self.state_store is not None else None
         if saved is None:
+            ledger, owned = SessionLogs(self.options.log).start(self.options, self._state_key)  # header: session
             self.guard = CompactionGuard(self.options, framework="openai-agents", units=("messages",),
-                                         session=session_id)
+                                         session=self._state_key, ledger=ledger, owned=owned)
             self._fresh = True
         else:
             self.guard = self._restore(saved)
@@ -338,13 +340,12 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         if not isinstance(slots, list):
             raise AdapterError("state: slots: expected a list")
         self._slots = [_Slot.load(s) for s in slots]
-        guard = CompactionGuard(dataclasses.replace(self.options, log=None), framework="openai-agents",
-                                units=("messages",), session=self.session_id)
-        guard.options = self.options
-        ledger = SessionLogs(self.options.log).resume(value.get("ledger"), None)  # path, stream or none
-        guard.ledger = ledger
-        guard.tracker = OffsetTracker(ledger)
-        return guard
+        try:
+            ledger = SessionLogs(self.options.log).resume(value.get("ledger"), self._state_key)
+        except SnapshotError as exc:
+            raise AdapterError(f"state: cannot continue session {self._state_key!r} from it: {exc}") from exc
+        return CompactionGuard(self.options, framework="openai-agents", units=("messages",),
+                               session=self._state_key, ledger=ledger, tracker=OffsetTracker(ledger))
 
     def state(self) -> dict[str, Any]:
         """The guard's state as the state store keeps it (a JSON value)."""

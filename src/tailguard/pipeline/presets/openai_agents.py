@@ -7,7 +7,11 @@ Read from ``agents/memory/openai_responses_compaction_session.py`` of openai-age
 neither user messages nor compaction items), sends those items to ``responses.compact`` and
 replaces the **whole** store with the answer (the user messages it was shown, then one
 ``compaction`` item). So items older than the window are deleted unseen, and the compaction
-item is an item like the others: the next window may or may not hold it.
+item is an item like the others: the next window may or may not hold it. The Runner's
+automatic compaction over a store with native suffix replacement (``SQLiteSession``) replaces
+only the latest model exchange and keeps the older items verbatim; modelling it as the
+whole-store replacement is never less strict (docs/presets/openai-agents.md; the adapter
+decides both exactly).
 """
 
 from __future__ import annotations

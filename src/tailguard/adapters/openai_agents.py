@@ -92,6 +92,7 @@ from tailguard.adapters._guard import (
     CompactionGuard,
     GuardOptions,
     LogArg,
+    OnUnknownHistory,
     Resolution,
     SessionLogs,
     StoreArg,
@@ -123,7 +124,6 @@ SUPPORTED: tuple[str, ...] = PRESET.validated_on
 _ALL = 2_147_483_647
 STATE_FORMAT = "tailguard.openai-agents"
 STATE_VERSION = 1
-OnUnknownHistory = Literal["adopt", "refuse"]
 
 
 def _digest(item: Any) -> str:
@@ -304,7 +304,6 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         self.options = guard_options(options, "GuardedResponsesCompactionSession", {"recovery_floor_span": 0},
                                      recovery_floor_span=recovery_floor_span, on_refuse=on_refuse,
                                      store=store, log=log, profile=profile, on_unknown_history=on_unknown_history)
-        self.on_unknown_history: OnUnknownHistory = self.options.on_unknown_history
         self.state_store = _default_state_store(underlying_session) if state_store is UNSET else state_store
         self._state_key = str(getattr(underlying_session, "session_id", session_id))
         self._slots: list[_Slot] = []
@@ -320,6 +319,12 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
             self.guard = self._restore(saved)
             self._fresh = False
             self._save()  # the state now reflects the log's resume line
+
+    @property
+    def on_unknown_history(self) -> OnUnknownHistory:
+        """What a first store holding a compaction item the guard did not make does
+        (``options.on_unknown_history``)."""
+        return self.options.on_unknown_history
 
     # -- state ----------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from tailguard.adapters._offsets import AdapterError
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession, MemoryStateStore
 from tailguard.cli.main import main as cli
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
+from tailguard.spill import FileSpillStore
 from tests.adapters.fakes import audit_json
 
 set_tracing_disabled(True)
@@ -272,6 +273,103 @@ def audit_text(text: str) -> dict[str, Any]:
     Path(f.name).unlink()
     assert code in (0, 1)
     return report
+
+
+async def late_hook_lockstep(seed: int, on_refuse: str, tmp_path: Path, log: io.StringIO,
+                             seen: dict[str, int]) -> None:
+    """The Runner's compaction with a hook that starts late and then fires every turn. The first
+    compaction keeps older items verbatim (they become part of its summary); the next one's
+    window starts between those and its compaction item, so that summary is seen in part and
+    its kept part carries over into the new summary. Under ``spill`` the user also pops items
+    between turns and clears the store once (the guard spills what leaves first). The store
+    equals the plain SDK's throughout, nothing is lost, and under ``halt`` nothing is refused."""
+    rng = random.Random(seed)
+    limit, start = rng.choice([2, 3, 4]), rng.randint(2, 5)
+    pops = on_refuse == "spill"
+    settings = SessionSettings(limit=limit)
+    plain_store = SQLiteSession("p", session_settings=settings)
+    guarded_store = SQLiteSession("g", session_settings=settings)
+    pc, gc = StubClient(), StubClient()
+    turn = [0]
+
+    def late(ctx: Any) -> bool:
+        return turn[0] >= start  # a user's policy: any rule that is not a count of the window
+
+    plain = OpenAIResponsesCompactionSession("p", plain_store, client=pc, compaction_mode="input",
+                                             should_trigger_compaction=late)
+    spills = FileSpillStore(tmp_path / f"spills-{seed}", create=True)
+    guarded = GuardedResponsesCompactionSession("g", guarded_store, client=gc, compaction_mode="input",
+                                                should_trigger_compaction=late, log=log, on_refuse=on_refuse,
+                                                store=spills if pops else None)
+    plan = guarded._plan
+
+    def spy(kept: int, window: list[str]) -> Any:
+        out = plan(kept, window)
+        seen["composite"] += bool(out[1])
+        return out
+
+    guarded._plan = spy  # type: ignore[method-assign]
+    pa = Agent(name="a", model=OpenAIResponsesModel(model="gpt-4.1", openai_client=pc))  # type: ignore[arg-type]
+    ga = Agent(name="a", model=OpenAIResponsesModel(model="gpt-4.1", openai_client=gc))  # type: ignore[arg-type]
+    ever: set[str] = set()
+    for t in range(rng.randint(12, 24)):
+        turn[0] = t
+        if pops and t and rng.random() < 0.25:  # undo the last item, in both sessions
+            gone = await guarded.pop_item()
+            assert gone == await plain.pop_item()
+            seen["pops"] += 1
+        if pops and t == 9 and seed % 3 == 0:  # start over: clear both stores
+            await guarded.clear_session()
+            await plain.clear_session()
+            seen["clears"] += 1
+        await Runner.run(pa, f"mkU{t} question", session=plain)
+        await Runner.run(ga, f"mkU{t} question", session=guarded)
+        now = await store(guarded_store)
+        assert now == await store(plain_store)
+        ever |= marks(now)
+        held = marks(now) | {m for r in spills.list() for m in MARK.findall(spills.get(r.handle).decode())}
+        assert ever <= held  # a popped item's markers are in its spill
+    if not pops:
+        assert guarded.guard.ledger.refusals == 0
+
+
+@pytest.mark.parametrize("on_refuse", ["halt", "spill"])
+def test_a_summary_seen_in_part_carries_over_and_removed_items_are_spilled(on_refuse: str, tmp_path: Path) -> None:
+    seen = {"composite": 0, "pops": 0, "clears": 0}
+    for seed in range(10):
+        log = io.StringIO()
+        asyncio.run(late_hook_lockstep(seed, on_refuse, tmp_path, log, seen))
+        report = audit_text(log.getvalue())
+        assert report["violations"] == 0
+        assert on_refuse == "spill" or report["refusals"] == 0
+    assert seen["composite"] >= 10  # a summary seen in part, with its kept part carried over
+    assert on_refuse == "halt" or (seen["pops"] >= 5 and seen["clears"] >= 3)
+
+
+def test_without_spill_an_undone_item_is_a_prior_truncation(tmp_path: Path) -> None:
+    """Under ``halt`` a popped item no summary covers is a truncation: the next compaction that
+    evicts across it is refused before the request, the store untouched."""
+    async def go() -> None:
+        under = SQLiteSession("u", session_settings=SessionSettings(limit=3))
+        client = StubClient()
+        turn = [0]
+        session = GuardedResponsesCompactionSession("u", under, client=client, compaction_mode="input",
+                                                    should_trigger_compaction=lambda ctx: turn[0] == 4,
+                                                    log=tmp_path / "u.jsonl")
+        agent = Agent(name="a", model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client))  # type: ignore[arg-type]
+        for t in range(4):
+            turn[0] = t
+            await Runner.run(agent, f"mkU{t} question", session=session)
+        await session.pop_item()  # the answer mkA3
+        before = await store(under)
+        turn[0] = 4
+        with pytest.raises(UnrecoverableCompactionError, match="no_hole"):
+            await Runner.run(agent, "mkU4 question", session=session)
+        assert client.responses.compacts == [] and (await store(under))[:len(before)] == before
+        text = (tmp_path / "u.jsonl").read_text()
+        assert '"event": "truncate"' in text and '"event": "refusal"' in text
+
+    asyncio.run(go())
 
 
 # -- 3. restarts: a new session object (new guard) over the same SQLite file -------------------

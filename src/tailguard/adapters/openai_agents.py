@@ -369,6 +369,41 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         self.guard.close()
         self.guard.ledger.close()
 
+    async def pop_item(self) -> Any:
+        """The SDK's ``pop_item``. Under ``spill`` the item about to be popped is spilled first,
+        so its removal (a truncation, recorded when the guard next reads the store) is
+        recoverable and later compactions are not refused for it. Under ``halt`` and ``defer``
+        the removal of an item no summary covers is a prior truncation: the guard cannot tell an
+        undo from budget enforcement, and a later compaction across it is refused."""
+        await self._spill_before_removal(last=1)
+        return await super().pop_item()
+
+    async def clear_session(self) -> None:
+        """The SDK's ``clear_session``; under ``spill`` every item is spilled first (as
+        :meth:`pop_item` does for one)."""
+        await self._spill_before_removal(last=None)
+        await super().clear_session()
+
+    async def _spill_before_removal(self, *, last: int | None) -> None:
+        """Under ``spill``: spill the newest ``last`` stored items (all when None) that are the
+        session's own offsets, before the store loses them."""
+        if self.guard.on_refuse != "spill" or self.guard.store is None:
+            return
+        items = await self.underlying_session.get_items(limit=_ALL)
+        try:
+            self._observe(items)
+            going = self._slots if last is None else self._slots[-last:]
+            offsets = [s.ref for s in going if s.kind == "unit" and isinstance(s.ref, int)]
+            for run in normalize((o, o + 1) for o in offsets):
+                data = self._payload(run)
+                handle = self.guard.store.put(data, session=self._state_key, range=run, unit=self.guard.unit)
+                if self.guard.store.get(handle) != data:
+                    raise AdapterError(f"spill {handle} did not re-read to the bytes written; nothing was removed")
+                self.guard.ledger.spill(run[0], run[1], handle=handle)
+                self.guard.spills.append((run, handle))
+        finally:
+            self._save()
+
     # -- the points the SDK gives: the compaction run, its snapshot, the compact request ------
 
     @property  # type: ignore[override]
@@ -436,7 +471,9 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
 
     def _observe(self, items: list[Any]) -> None:
         """Items appended get the next offsets, items popped off the end are truncations (or
-        evict their summary); any other change fails closed. A first store that holds a
+        evict their summary). The store changes only by appending, popping off the end and
+        clearing, so the items after the longest common prefix with what the guard last saw were
+        popped (truncations) and the store's items after it are new (popped, then appended). A first store that holds a
         compaction item the guard did not make is adopted (or refused)."""
         known = [s.digest for s in self._slots]
         if self._items and items[:len(self._items)] == self._items:  # the usual case: appended
@@ -444,19 +481,17 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         else:
             digests = _digests(items)
         led = self.guard.ledger
-        if digests[:len(known)] == known:
-            keep = len(known)
-        elif known[:len(digests)] == digests:
-            keep = len(digests)
-            gone = self._slots[keep:]
-            for lo, hi in normalize((s.ref, s.ref + 1) for s in gone if s.kind == "unit" and isinstance(s.ref, int)):
-                led.truncate(lo, hi)
-            for sid in dict.fromkeys(str(s.ref) for s in gone if s.kind == "carrier"):
-                if sid in led.summaries:
-                    led.evict_summary(sid)
-        else:
-            raise AdapterError("the stored history changed other than by appending or popping items; "
-                               "the guard cannot follow it (nothing was recorded)")
+        keep = 0  # the store's API appends, pops off the end and clears: a common prefix, then new items
+        for a, b in zip(known, digests, strict=False):
+            if a != b:
+                break
+            keep += 1
+        gone = self._slots[keep:]
+        for lo, hi in normalize((s.ref, s.ref + 1) for s in gone if s.kind == "unit" and isinstance(s.ref, int)):
+            led.truncate(lo, hi)
+        for sid in dict.fromkeys(str(s.ref) for s in gone if s.kind == "carrier"):
+            if sid in led.summaries:
+                led.evict_summary(sid)
         slots = self._slots[:keep]
         new = list(range(keep, len(items)))
         if self._fresh and new:

@@ -310,7 +310,7 @@ def test_the_function_api_refuses_what_it_cannot_continue(tmp_path: Path) -> Non
     first = guard.summarize_messages(msgs, running_summary=None, model=marker_summarizer(), guard_state=None,
                                      session_id="x", **KNOBS)
     state = first.guard_state
-    with pytest.raises(AdapterError, match="not of 'y'.*a copied or forked thread"):
+    with pytest.raises(AdapterError, match=r"not of 'y'.*a copied or forked thread"):
         guard.summarize_messages(msgs, running_summary=None, model=marker_summarizer(), guard_state=state,
                                  session_id="y", **KNOBS)
     with pytest.raises(AdapterError, match="a session is not started twice"):
@@ -320,11 +320,11 @@ def test_the_function_api_refuses_what_it_cannot_continue(tmp_path: Path) -> Non
         guard.summarize_messages(msgs, running_summary=None, model=marker_summarizer(), session_id="x", **KNOBS)
     again = guard.summarize_messages([*msgs, human("x", 3)], running_summary=None, model=marker_summarizer(),
                                      guard_state=state, session_id="x", **KNOBS)
-    other = GuardedSummarizer(recovery_floor_span=0, log=f"{tmp_path}/logs/")  # another process, an older state
-    with pytest.raises(AdapterError, match="The log has moved past that state"):
-        other.summarize_messages([*msgs, human("x", 3)], running_summary=None, model=marker_summarizer(),
-                                 guard_state=state, session_id="x", **KNOBS)
     assert again.guard_state != state
+    for process in (guard, GuardedSummarizer(recovery_floor_span=0, log=f"{tmp_path}/logs/")):
+        with pytest.raises(AdapterError, match="The log has moved past that state"):  # an older state
+            process.summarize_messages([*msgs, human("x", 3)], running_summary=None, model=marker_summarizer(),
+                                       guard_state=state, session_id="x", **KNOBS)
 
 
 # -- tampered, foreign, forked and reset state: fail closed -----------------------------------
@@ -468,3 +468,46 @@ def test_a_second_session_on_one_log_file_is_a_clear_error(tmp_path: Path) -> No
     app.invoke({"messages": [human("a", 0)]}, {"configurable": {"thread_id": "a"}})
     with pytest.raises(AdapterError, match="needs its own: give log= a directory or a function"):
         app.invoke({"messages": [human("b", 0)]}, {"configurable": {"thread_id": "b"}})
+
+
+def test_two_calls_of_one_thread_never_interleave(tmp_path: Path) -> None:
+    """Two calls of one thread at once: the second waits for the first (the session's lock), then
+    finds the log moved past the state it read and refuses (it never writes beside the first)."""
+    import threading
+
+    from tests.adapters.fakes import MarkerSummarizer
+
+    started = threading.Event()
+
+    class Slow(MarkerSummarizer):
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+            started.set()
+            threading.Event().wait(0.3)
+            return super()._generate(messages, *args, **kwargs)
+
+    summarizer = GuardedSummarizer(recovery_floor_span=0, on_refuse="defer", log=f"{tmp_path}/logs/")
+    saver = InMemorySaver()
+    app = graph(GuardedSummarizationNode(guard=summarizer, model=marker_summarizer(), **KNOBS), saver)
+    config: Any = {"configurable": {"thread_id": "same"}}
+    i = 0
+    while predicted_loss([*app.get_state(config).values.get("messages", []), human("same", i)],
+                         (app.get_state(config).values.get("context") or {}).get("running_summary"), set()) != set():
+        app.invoke({"messages": [human("same", i)]}, config)
+        i += 1
+    slow = graph(GuardedSummarizationNode(guard=summarizer, model=Slow(messages=iter(()), calls=[]), **KNOBS), saver)
+    errors: list[BaseException] = []
+
+    def call(k: int) -> None:
+        try:
+            slow.invoke({"messages": [human("same", k)]}, config)
+        except AdapterError as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=call, args=(i,))
+    first.start()
+    assert started.wait(5)
+    call(i + 1)  # reads the same checkpoint while the first summarizes
+    first.join()
+    assert len(errors) == 1 and "moved past" in str(errors[0])
+    path = tmp_path / "logs" / log_file_name("same")
+    audit_clean(path, sum(e["event"] == "refusal" for e in log_events(path)))

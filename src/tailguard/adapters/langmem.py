@@ -13,6 +13,26 @@ running summary is the one summary in the context, always shown whole to the nex
 running summary unchanged (nothing newly marked), ``spill`` writes the messages about to be
 marked to the store first. ``GuardedSummarizationNode`` is ``SummarizationNode`` with the guard.
 
+Sessions (SPEC.md section 11). Called without ``guard_state=``, a :class:`GuardedSummarizer` is
+one session (:attr:`GuardedSummarizer.guard`), as before. Called with ``guard_state=`` (``None``
+and a ``session_id`` for a new session, else the value the previous call returned), it serves
+any number of sessions: the result is a :class:`GuardedSummarizationResult` (langmem's result
+plus ``guard_state``, the state to pass next time, and this call's ``spills``). The state is a
+versioned JSON value (format ``tailguard.langmem``): the ledger's snapshot, the offsets of the
+messages not yet marked summarized, the digest of the running summary it goes with, and an
+integrity digest; a value of another format, version or session, altered, or beside another
+running summary is an ``AdapterError`` naming why (fail closed). Restored sessions stay in an
+LRU (``cache_size``), each used only when the state given is the one it last handed out; a lock
+per session serializes its calls (sync and async). Each session writes its own log (``log=`` a
+directory or a function from session id to path); a continued session appends a ``resume``
+line. A running summary the guard meets first and did not make is adopted (an ``adopt`` line:
+offsets ``[0, a)``, one per message it marked or their tokens, are unverified) or, with
+``on_unknown_history="refuse"``, refused. In a LangGraph run, ``GuardedSummarizationNode`` does
+this per thread: the session id is the thread id and the state rides in langmem's ``context``
+dict at :data:`STATE_KEY`, beside ``running_summary``, returned in every update (so any
+checkpointer keeps it with the thread). The framework-free parts are in
+:mod:`tailguard.adapters._sessions`, shared with the LangChain adapter.
+
 The guard's options are one :class:`~tailguard.adapters._guard.GuardOptions` (``options=``), or
 the keywords, from which it is built once; giving both is a ``TypeError``. A call takes the
 adapters' named steps (``_observe``, ``_plan``, ``_resolve``, ``_confirm``, ``_apply``), written

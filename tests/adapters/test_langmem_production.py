@@ -511,3 +511,52 @@ def test_two_calls_of_one_thread_never_interleave(tmp_path: Path) -> None:
     assert len(errors) == 1 and "moved past" in str(errors[0])
     path = tmp_path / "logs" / log_file_name("same")
     audit_clean(path, sum(e["event"] == "refusal" for e in log_events(path)))
+
+
+def test_the_node_replacing_the_messages_and_a_graph_without_checkpointer(tmp_path: Path) -> None:
+    """``output_messages_key="messages"`` (langmem replaces the history with its summary and the
+    rest): no marker lost. No checkpointer: the client passes ``context`` back and the session
+    continues from the state in it (one session, one log)."""
+    import itertools
+
+    from langchain_core.messages import AIMessage
+
+    store = FileSpillStore(tmp_path / "spills", create=True)
+    summarizer = GuardedSummarizer(recovery_floor_span=0, on_refuse="spill", store=store, log=f"{tmp_path}/l1/")
+    node = GuardedSummarizationNode(guard=summarizer, model=marker_summarizer(), output_messages_key="messages",
+                                    **KNOBS)
+    count = itertools.count()
+
+    def call_model(state: State) -> dict[str, Any]:  # the history may hold no human message now
+        k = next(count)
+        return {"messages": [AIMessage(content=f"RMKqx{k:03d} " + "a" * 100, id=f"ai-{k}")]}
+
+    g = StateGraph(State)
+    g.add_node("summarize", node)
+    g.add_node("call_model", call_model)
+    g.add_edge(START, "summarize")
+    g.add_edge("summarize", "call_model")
+    app = g.compile(checkpointer=InMemorySaver())
+    rng = random.Random(2)
+    sent: set[str] = set()
+    for i in range(30):
+        result = app.invoke({"messages": [human("q", i, chars=rng.randrange(20, 220))]},
+                            {"configurable": {"thread_id": "q"}})
+        sent |= {f"MKqx{i:03d}", f"RMKqx{i:03d}"}
+        assert sent <= markers(prompt_text(result["messages"])) | spilled_markers(store, "q")
+    events = log_events(tmp_path / "l1" / log_file_name("q"))
+    assert sum(e["event"] == "compact" for e in events) >= 2 and sum(e["event"] == "refusal" for e in events) >= 1
+    audit_clean(tmp_path / "l1" / log_file_name("q"), sum(e["event"] == "refusal" for e in events))
+
+    stateless = GuardedSummarizer(recovery_floor_span=0, on_refuse="defer", log=f"{tmp_path}/l2/")
+    app2 = graph(GuardedSummarizationNode(guard=stateless, model=marker_summarizer(), **KNOBS), None)
+    msgs: list[BaseMessage] = []
+    ctx: dict[str, Any] = {}
+    for i in range(20):
+        result = app2.invoke({"messages": [*msgs, human("z", i)], "context": ctx})
+        msgs, ctx = result["messages"], result["context"]
+    (log,) = (tmp_path / "l2").iterdir()
+    assert ctx[STATE_KEY]["session"].startswith("session-") and log.name.endswith(ctx[STATE_KEY]["session"] + ".jsonl")
+    events = log_events(log)
+    assert sum(e["event"] == "compact" for e in events) >= 2
+    audit_clean(log, sum(e["event"] == "refusal" for e in events))

@@ -560,3 +560,23 @@ def test_the_node_replacing_the_messages_and_a_graph_without_checkpointer(tmp_pa
     events = log_events(log)
     assert sum(e["event"] == "compact" for e in events) >= 2
     audit_clean(log, sum(e["event"] == "refusal" for e in events))
+
+
+def test_the_state_is_bounded_by_the_context(tmp_path: Path) -> None:
+    """The thread's guard state holds the ledger snapshot, the offsets of the messages langmem has not
+    marked summarized and a digest: its size does not grow with the turns (the full history does)."""
+    sc = Scenario(tmp_path, "spill", "memory", random.Random(1))
+    t = Thread("big")
+    sizes = []
+    try:
+        for i in range(48):
+            sc.turn(t, i)
+            value = sc.app.get_state({"configurable": {"thread_id": "big"}}).values["context"][STATE_KEY]
+            assert set(value) == {"format", "version", "session", "ledger", "tracker", "running_summary", "integrity"}
+            assert len(value["tracker"]["units"]) <= 12
+            ledger = json.loads(json.dumps(value["ledger"]))
+            ledger["state"]["lost_coverage"] = []  # the runtime's diagnostics (as in the LangChain test)
+            sizes.append(len(json.dumps({**value, "ledger": ledger})))
+    finally:
+        sc.close()
+    assert t.compactions >= 6 and max(sizes[24:]) < 1.1 * max(sizes[:24])

@@ -22,7 +22,7 @@ def production_snippets() -> list[str]:
 
 def test_the_in_production_snippets_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     snippets = production_snippets()
-    assert len(snippets) == 4
+    assert len(snippets) == 5
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "docs_integrations"}
     for k, code in enumerate(snippets):
@@ -30,3 +30,4 @@ def test_the_in_production_snippets_run(tmp_path: Path, monkeypatch: pytest.Monk
     logs = sorted(p.name for p in (tmp_path / "logs").iterdir())
     assert any(name.endswith("-alice.jsonl") for name in logs)
     assert any(name.startswith(tuple("0123456789abcdef")) and "stateless-" in name for name in logs)
+    assert any(name.endswith("-dora.jsonl") for name in logs) and any(name.endswith("-emil.jsonl") for name in logs)

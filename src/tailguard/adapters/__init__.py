@@ -7,8 +7,8 @@ calls (:class:`tailguard.runtime.ledger.Ledger`, profile ``partitioned``):
   ``spill_reader_tool`` (``pip install 'tailguard[langchain]'``);
 - :mod:`tailguard.adapters.openai_agents`: ``GuardedResponsesCompactionSession``
   (``pip install 'tailguard[openai-agents]'``);
-- :mod:`tailguard.adapters.langmem`: ``GuardedSummarizer`` for ``summarize_messages``
-  (``pip install 'tailguard[langmem]'``).
+- :mod:`tailguard.adapters.langmem`: ``GuardedSummarizer`` for ``summarize_messages`` and
+  ``GuardedSummarizationNode`` for ``SummarizationNode`` (``pip install 'tailguard[langmem]'``).
 
 Every adapter takes the guard's options as one :class:`GuardOptions` (``options=``; the
 keywords each adapter documents build one), and takes the same named steps for a compaction
@@ -17,7 +17,8 @@ keywords each adapter documents build one), and takes the same named steps for a
 This package imports no framework: each framework module imports its own, and raises
 ``ImportError`` naming the extra (and its ``SUPPORTED`` versions, the preset's
 ``validated_on``) when it is missing. The shared pieces (the options, offsets by item key, the
-decision and its three outcomes, the spill payload) are standard library only.
+decision and its three outcomes, the spill payload, the session machinery of adapters that
+serve many sessions: :mod:`tailguard.adapters._sessions`) are standard library only.
 """
 
 from __future__ import annotations

@@ -46,16 +46,14 @@ hooks of ``SummarizationMiddleware`` this module relies on (see docs/integration
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import hashlib
-import json
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, NotRequired
 
 from tailguard.adapters._guard import (
@@ -74,6 +72,15 @@ from tailguard.adapters._guard import (
     run_steps,
 )
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker, Plan
+from tailguard.adapters._sessions import (
+    POLL_FIRST as _POLL_FIRST,  # noqa: F401 - the names before _sessions
+    POLL_MAX as _POLL_MAX,  # noqa: F401 - the names before _sessions
+    LockEntry as _LockEntry,
+    SessionTable,
+    canonical as _canonical,
+    check_state_value,
+    integrity as _integrity,
+)
 from tailguard.adapters._spill_tool import (
     decode_index,
     encode_index,
@@ -116,7 +123,6 @@ STATE_KEY = "tailguard"
 STATE_FORMAT = "tailguard.langchain"
 STATE_VERSION = 1
 _OUTSIDE = "\x00outside-a-graph"  # the lock key of the one session of calls outside a graph run
-_POLL_FIRST, _POLL_MAX = 1 / 2000, 1 / 50  # seconds an async task waits for a session's lock: first, at most
 
 _trimmed: contextvars.ContextVar[list[list[AnyMessage]] | None] = contextvars.ContextVar(
     "tailguard_langchain_trimmed", default=None)
@@ -140,20 +146,12 @@ def _meta(m: BaseMessage) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) and isinstance(meta.get("summary"), str) else None
 
 
-def _canonical(value: object) -> bytes:
-    return json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-
-
 def _content_digest(m: BaseMessage) -> str:
     """A message's identity when it has no stable id: what a client re-sends of it (type, content,
     name, tool calls, tool call id), never its id or metadata."""
     calls = [[c.get("name"), c.get("args"), c.get("id")] for c in getattr(m, "tool_calls", None) or []]
     doc = [m.type, m.content, m.name, calls, getattr(m, "tool_call_id", None)]
     return hashlib.sha256(_canonical(doc)).hexdigest()[:32]
-
-
-def _integrity(value: dict[str, Any]) -> str:
-    return "sha256:" + hashlib.sha256(_canonical({k: v for k, v in value.items() if k != "integrity"})).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +196,9 @@ class _Session:
     index: str | None = None
     persisted: str | None = None
 
+    def close(self) -> None:
+        self.guard.close()
+
 
 @dataclass(frozen=True, slots=True)
 class _Where:
@@ -210,12 +211,6 @@ class _Where:
     stateless: bool
     thread: str | None = None
     value: dict[str, Any] | None = None
-
-
-@dataclass(slots=True)
-class _LockEntry:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    users: int = 0
 
 
 class GuardedSummarizationMiddleware(SummarizationMiddleware):
@@ -258,9 +253,10 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
         self.cache_size = cache_size
         self._logs = SessionLogs(self.options.log)
         self._store = open_store(self.options.store)
-        self._mutex = threading.Lock()  # guards the cache and the lock table, never held long
-        self._cache: OrderedDict[str, _Session] = OrderedDict()
-        self._locks: dict[str, _LockEntry] = {}
+        self._sessions: SessionTable[_Session] = SessionTable(cache_size)
+        self._mutex: threading.Lock = self._sessions.mutex  # guards the cache and the lock table, never held long
+        self._cache: OrderedDict[str, _Session] = self._sessions.cache
+        self._locks: dict[str, _LockEntry] = self._sessions.locks
         self._outside: _Session | None = None
 
     # -- the sessions ---------------------------------------------------------------------
@@ -341,17 +337,7 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
 
     @staticmethod
     def _check_value(value: object, where: str) -> str:
-        if not isinstance(value, dict) or value.get("format") != STATE_FORMAT:
-            raise AdapterError(f"{where}: not a tailguard LangChain guard state (no 'format': {STATE_FORMAT!r})")
-        if value.get("version") != STATE_VERSION:
-            raise AdapterError(f"{where}: guard state version {value.get('version')!r}; this tailguard reads "
-                               f"version {STATE_VERSION}")
-        if value.get("integrity") != _integrity(value):
-            raise AdapterError(f"{where}: the guard state does not match its integrity digest (altered or damaged)")
-        sid = value.get("session")
-        if not isinstance(sid, str):
-            raise AdapterError(f"{where}: the guard state names no session")
-        return sid
+        return check_state_value(value, where, fmt=STATE_FORMAT, version=STATE_VERSION, framework="LangChain")
 
     def _load(self, where: _Where) -> _Session:
         """The session of ``where`` (its lock held): cached when the cache is what the thread
@@ -392,59 +378,27 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
 
     def _remember(self, sess: _Session) -> None:
         assert sess.sid is not None
-        evicted: list[_Session] = []
-        with self._mutex:
-            self._cache[sess.sid] = sess
-            self._cache.move_to_end(sess.sid)
-            while len(self._cache) > self.cache_size:
-                old_sid, old = next(iter(self._cache.items()))
-                entry = self._locks.get(old_sid)
-                if entry is not None and entry.users:
-                    break  # in use: evicted later
-                del self._cache[old_sid]
-                evicted.append(old)
-        for old in evicted:
-            old.guard.close()
+        self._sessions.remember(sess.sid, sess)
 
     # -- locks: one compaction of a session at a time ---------------------------------------
 
     def _enter(self, key: str) -> _LockEntry:
-        with self._mutex:
-            entry = self._locks.setdefault(key, _LockEntry())
-            entry.users += 1
-        return entry
+        return self._sessions.enter(key)
 
     def _leave(self, key: str, entry: _LockEntry) -> None:
-        with self._mutex:
-            entry.users -= 1
-            if entry.users == 0 and self._locks.get(key) is entry:
-                del self._locks[key]
+        self._sessions.leave(key, entry)
 
     @contextmanager
     def _locked(self, key: str) -> Iterator[None]:
-        entry = self._enter(key)
-        try:
-            with entry.lock:
-                yield
-        finally:
-            self._leave(key, entry)
+        with self._sessions.locked(key):
+            yield
 
     @asynccontextmanager
     async def _alocked(self, key: str) -> AsyncIterator[None]:
         """:meth:`_locked` without blocking the event loop: a task waits by sleeping, so two
         tasks of one thread on one loop never deadlock, and cancelling the wait takes nothing."""
-        entry = self._enter(key)
-        try:
-            delay = _POLL_FIRST
-            while not entry.lock.acquire(blocking=False):
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _POLL_MAX)
-            try:
-                yield
-            finally:
-                entry.lock.release()
-        finally:
-            self._leave(key, entry)
+        async with self._sessions.alocked(key):
+            yield
 
     # -- the base class's two entry points, one body ----------------------------------------
 

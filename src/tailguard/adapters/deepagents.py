@@ -95,7 +95,7 @@ from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker, Plan
 from tailguard.adapters._spill_tool import encode_run, read_spill
 from tailguard.base.args import is_int
 from tailguard.base.errors import SnapshotError
-from tailguard.base.vocab import Pair
+from tailguard.base.vocab import FLOOR_IN_TAIL, NO_HOLE, Pair
 from tailguard.pipeline.presets.deepagents import PRESET
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import SpillStore
@@ -625,7 +625,7 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
         sentences += [f"deepagents' argument truncation would clip the message at [{lo}, {hi}) inside the "
                       f"floor (the last {self.options.recovery_floor_span} {guard.unit})" for _, (lo, hi) in floor]
         if self.options.on_refuse == "halt":
-            failed = (*(("floor_in_tail",) if floor else ()), *(("no_hole",) if lossy else ()))
+            failed = (*((FLOOR_IN_TAIL,) if floor else ()), *((NO_HOLE,) if lossy else ()))
             raise UnrecoverableCompactionError.from_decision(Decision("refuse", failed, runs),
                                                              [*sentences, "nothing was clipped"])
         for i, _ in floor:
@@ -638,7 +638,7 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
         held = {keys[str(effective[i].id)]: effective[i] for i, _ in lossy}
         plan = Plan((0, 0), (0, 0), 0, (), (), tuple(r for _, r in lossy), (), (), ())
         guard._spill(plan, lambda run: self._payload(run, held, sess),
-                     Decision("refuse", ("no_hole",), tuple(r for _, r in lossy)))
+                     Decision("refuse", (NO_HOLE,), tuple(r for _, r in lossy)))
         return out
 
     def _verify_offload(self, file_path: str, media: list[AnyMessage], originals: dict[str, AnyMessage],

@@ -308,8 +308,9 @@ def test_no_checkpointer_two_users_never_share_state(tmp_path: Path) -> None:
         assert events[0]["session_id"] == sid and sum(e["event"] == "compact" for e in events) >= 3
         audit_clean(tmp_path / "logs" / log_file_name(sid), sum(e["event"] == "refusal" for e in events))
     assert sessions["alice"] != sessions["bob"] and compactions >= 6
-    for p in (tmp_path / "logs").iterdir():  # sessions that ended before their first compaction too
-        assert audit_json(str(p))[0] == 0
+    # a request before a conversation's first compaction starts a session with nowhere to live on
+    # (no guard summary carries it); recording only appends, it is dropped with its log
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == sorted(log_file_name(s) for s in sessions.values())
 
     # a restart: a new middleware continues alice from the state her history carries
     mw2 = GuardedSummarizationMiddleware(marker_summarizer(), recovery_floor_span=3, on_refuse="spill",
@@ -341,6 +342,24 @@ def test_no_checkpointer_two_users_never_share_state(tmp_path: Path) -> None:
     agent.invoke({"messages": [*resend(alice), human("alice", 93, with_id=False)]})
     with pytest.raises(AdapterError, match="The log has moved past that state"):  # an older copy
         agent.invoke({"messages": [*resend(alice), human("alice", 94, with_id=False)]})
+
+
+def test_stateless_requests_before_a_first_compaction_leave_no_log(tmp_path: Path) -> None:
+    """One log file for a stateless API: a request that records only appends is taken back, so
+    the next user's request is not refused as a second session on the file."""
+    log = tmp_path / "one.jsonl"
+    mw = GuardedSummarizationMiddleware(marker_summarizer(), recovery_floor_span=3, log=log,
+                                        **{**KNOBS, "trim_tokens_to_summarize": None})
+    agent = create_agent(echo_model(), tools=[], middleware=[mw])
+    for user in ("ann", "ben", "cyd"):
+        agent.invoke({"messages": [human(user, 0, with_id=False)]})
+        assert log.read_text(encoding="utf-8") == ""
+    history: list[BaseMessage] = []
+    for i in range(12):  # the first compaction binds the file to ann's session
+        history = agent.invoke({"messages": [*resend(history), human("ann", i, with_id=False)]})["messages"]
+    assert log_events(log)[0]["session_id"].startswith("stateless-")
+    with pytest.raises(AdapterError, match="needs its own"):
+        agent.invoke({"messages": [human("ben", 1, with_id=False)]})
 
 
 # -- 4: adoption ----------------------------------------------------------------------------

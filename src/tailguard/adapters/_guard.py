@@ -292,6 +292,9 @@ def log_file_name(session_id: str) -> str:
     return f"{digest}-{slug}.jsonl"
 
 
+_OUTSIDE_LABEL = "<the session of calls outside a graph>"
+
+
 class SessionLogs:
     """Where each session's event log goes under ``GuardOptions.log``, and opening it.
 
@@ -348,7 +351,7 @@ class SessionLogs:
     def _claim(self, session_id: str | None) -> None:
         if self.kind not in ("file", "stream"):
             return
-        session_id = "<the session of calls outside a graph>" if session_id is None else session_id
+        session_id = _OUTSIDE_LABEL if session_id is None else session_id
         with self._lock:
             if self._bound is None:
                 self._bound = session_id
@@ -376,6 +379,19 @@ class SessionLogs:
         ledger = Ledger(options.recovery_floor_span, unit=options.floor_unit, profile=options.profile,
                         log=stream, session_id=session_id)
         return ledger, owned
+
+    def discard(self, session_id: str | None) -> None:
+        """Take back the log of a session that was started and then given up before it recorded
+        anything worth keeping (its ledger closed): a per-session file is removed, the one log
+        file emptied and unbound. A stream cannot be taken back."""
+        path = self.path(session_id)
+        if self.kind in ("dir", "func") and path is not None:
+            path.unlink(missing_ok=True)
+        elif self.kind == "file" and path is not None:
+            with self._lock:
+                if self._bound == (_OUTSIDE_LABEL if session_id is None else session_id):
+                    path.write_bytes(b"")
+                    self._bound = None
 
     def resume(self, snapshot: object, session_id: str | None) -> Ledger:
         """A continued session's ledger from its snapshot (``SnapshotError`` when the snapshot is

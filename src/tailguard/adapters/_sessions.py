@@ -129,6 +129,11 @@ class SessionTable(Generic[S]):
         for old in evicted:
             old.close()
 
+    def forget(self, sid: str) -> S | None:
+        """Take ``sid`` out of the cache (the caller closes it)."""
+        with self.mutex:
+            return self.cache.pop(sid, None)
+
     def drain(self) -> list[S]:
         """Every cached session, the cache emptied (the caller closes them)."""
         with self.mutex:

@@ -406,13 +406,35 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
         where = self._where(state)
         with self._locked(_OUTSIDE if where.sid is None else where.sid):
             sess = self._load(where)
-            return run_steps(self._compaction(state, sess, where), self._create_summary)
+            update = run_steps(self._compaction(state, sess, where), self._create_summary)
+            self._settle(where, sess, update)
+            return update
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         where = self._where(state)
         async with self._alocked(_OUTSIDE if where.sid is None else where.sid):
             sess = self._load(where)
-            return await arun_steps(self._compaction(state, sess, where), self._acreate_summary)
+            update = await arun_steps(self._compaction(state, sess, where), self._acreate_summary)
+            self._settle(where, sess, update)
+            return update
+
+    def _settle(self, where: _Where, sess: _Session, update: dict[str, Any] | None) -> None:
+        """Drop a stateless request's new session that has nowhere to live on. Without a
+        checkpointer the state rides in the newest guard summary; a request that starts a session
+        and ends with no guard summary in its history leaves nothing the next request could
+        continue from, so the next one starts anew. When such a session recorded nothing but
+        appends (no compaction, refusal, spill or adoption), it is dropped with its log: a
+        stateless server does not keep a log per request before a conversation's first
+        compaction. A session that recorded a decision keeps its log."""
+        if where.kind != "new" or not where.stateless or update is None or "messages" in update:
+            return
+        ledger = sess.guard.ledger
+        if ledger.refusals or sess.guard.spills or ledger.unverified or ledger.summaries:
+            return
+        assert sess.sid is not None
+        self._sessions.forget(sess.sid)
+        sess.close()
+        self._logs.discard(sess.sid)
 
     def _compaction(self, state: Any, sess: _Session,
                     where: _Where) -> Generator[list[AnyMessage], str, dict[str, Any] | None]:

@@ -314,11 +314,11 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
             ledger, owned = SessionLogs(self.options.log).start(self.options, self._state_key)  # header: session
             self.guard = CompactionGuard(self.options, framework="openai-agents", units=("messages",),
                                          session=self._state_key, ledger=ledger, owned=owned)
-            self._fresh = True
+            self._fresh = True  # the first store read may adopt what predates the guard
         else:
-            self.guard = self._restore(saved)
             self._fresh = False
-            self._save()  # the state now reflects the log's resume line
+            self.guard = self._restore(saved)
+        self._save()  # from now on the state store holds the session: a restart at any point continues it
 
     @property
     def on_unknown_history(self) -> OnUnknownHistory:
@@ -345,6 +345,10 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         if not isinstance(slots, list):
             raise AdapterError("state: slots: expected a list")
         self._slots = [_Slot.load(s) for s in slots]
+        fresh = value.get("fresh", False)
+        if not isinstance(fresh, bool):
+            raise AdapterError("state: fresh: expected true or false")
+        self._fresh = fresh
         try:
             ledger = SessionLogs(self.options.log).resume(value.get("ledger"), self._state_key)
         except SnapshotError as exc:
@@ -356,12 +360,12 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
         """The guard's state as the state store keeps it (a JSON value)."""
         value: dict[str, Any] = {"format": STATE_FORMAT, "version": STATE_VERSION, "session": self._state_key,
                                  "ledger": self.guard.ledger.snapshot(),
-                                 "slots": [s.dump() for s in self._slots]}
+                                 "slots": [s.dump() for s in self._slots], "fresh": self._fresh}
         value["integrity"] = _integrity(value)
         return value
 
     def _save(self) -> None:
-        if self.state_store is not None and not self._fresh:
+        if self.state_store is not None:
             self.state_store.save(self._state_key, json.dumps(self.state(), sort_keys=True))
 
     def close(self) -> None:

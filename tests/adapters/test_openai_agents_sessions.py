@@ -372,6 +372,25 @@ def test_without_spill_an_undone_item_is_a_prior_truncation(tmp_path: Path) -> N
     asyncio.run(go())
 
 
+def test_a_spill_that_fails_before_a_pop_removes_nothing(tmp_path: Path) -> None:
+    """Under ``spill`` a pop whose spill cannot be written raises ``AdapterError`` and the item stays."""
+    class FullDisk(FileSpillStore):
+        def put(self, data: bytes, **kw: Any) -> str:
+            raise OSError(28, "No space left on device")
+
+    async def go() -> None:
+        under = SQLiteSession("p")
+        session = GuardedResponsesCompactionSession("p", under, client=StubClient(), on_refuse="spill",
+                                                    store=FullDisk(tmp_path / "spills", create=True))
+        await session.add_items([{"role": "user", "content": f"mkU{i}"} for i in range(3)])
+        before = await store(under)
+        with pytest.raises(AdapterError, match=r"spill of \[2, 3\) failed: .*No space left.*nothing was removed"):
+            await session.pop_item()
+        assert await store(under) == before and session.guard.ledger.snapshot()["state"]["spilled"] == []
+
+    asyncio.run(go())
+
+
 # -- 3. restarts: a new session object (new guard) over the same SQLite file -------------------
 
 async def restartable(tmp_path: Path, name: str, restarts: set[int], turns: int,

@@ -39,7 +39,7 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO, TypeVar
@@ -255,21 +255,38 @@ class CompactionGuard:
         return Resolution("proceed", decision, done)
 
     def _spill(self, plan: Plan, payload: Callable[[Pair], bytes], decision: Decision) -> list[tuple[Pair, str]]:
-        assert self.store is not None
         done: list[tuple[Pair, str]] = []
-        for run in plan.deleted:
+        try:
+            self.spill_runs(plan.deleted, payload, done)
+        except SpillFailed as exc:
+            msg = f"{exc}, nothing was deleted: {exc.__cause__}"
+            raise UnrecoverableCompactionError.from_decision(decision, [msg]) from exc.__cause__
+        return done
+
+    def spill_runs(self, runs: Iterable[Pair], payload: Callable[[Pair], bytes],
+                   done: list[tuple[Pair, str]] | None = None) -> list[tuple[Pair, str]]:
+        """Write each run's payload to the spill store, check it re-reads to the same bytes, and
+        record the spill in the ledger; the runs spilled so far are appended to ``done``. A run
+        whose write, re-read or payload fails raises :class:`SpillFailed` (its cause the error)
+        after the runs before it were recorded."""
+        assert self.store is not None
+        done = [] if done is None else done
+        for run in runs:
             try:
                 data = payload(run)
                 handle = self.store.put(data, session=self.session, range=run, unit=self.unit)
                 if self.store.get(handle) != data:
                     raise OSError(f"spill {handle} did not re-read to the bytes written")
             except Exception as exc:
-                msg = f"spill of [{run[0]}, {run[1]}) failed, nothing was deleted: {exc}"
-                raise UnrecoverableCompactionError.from_decision(decision, [msg]) from exc
+                raise SpillFailed(f"spill of [{run[0]}, {run[1]}) failed") from exc
             self.ledger.spill(run[0], run[1], handle=handle)
             done.append((run, handle))
             self.spills.append((run, handle))
         return done
+
+
+class SpillFailed(Exception):
+    """A spill that could not be written or did not re-read (the cause says why)."""
 
 
 def _open_store(store: StoreArg) -> SpillStore | None:

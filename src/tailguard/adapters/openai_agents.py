@@ -95,12 +95,14 @@ from tailguard.adapters._guard import (
     OnUnknownHistory,
     Resolution,
     SessionLogs,
+    SpillFailed,
     StoreArg,
     Unset,
     guard_options,
     missing_framework,
 )
 from tailguard.adapters._offsets import AdapterError, OffsetTracker, Plan
+from tailguard.adapters._sessions import integrity as _integrity
 from tailguard.adapters._spill_tool import encode_spill
 from tailguard.base.errors import SnapshotError
 from tailguard.base.intervals import difference, interval, normalize
@@ -398,13 +400,10 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
             self._observe(items)
             going = self._slots if last is None else self._slots[-last:]
             offsets = [s.ref for s in going if s.kind == "unit" and isinstance(s.ref, int)]
-            for run in normalize((o, o + 1) for o in offsets):
-                data = self._payload(run)
-                handle = self.guard.store.put(data, session=self._state_key, range=run, unit=self.guard.unit)
-                if self.guard.store.get(handle) != data:
-                    raise AdapterError(f"spill {handle} did not re-read to the bytes written; nothing was removed")
-                self.guard.ledger.spill(run[0], run[1], handle=handle)
-                self.guard.spills.append((run, handle))
+            try:
+                self.guard.spill_runs(normalize((o, o + 1) for o in offsets), self._payload)
+            except SpillFailed as exc:
+                raise AdapterError(f"{exc}: {exc.__cause__}; nothing was removed") from exc.__cause__
         finally:
             self._save()
 
@@ -602,8 +601,3 @@ class GuardedResponsesCompactionSession(OpenAIResponsesCompactionSession):
                 items.append(((s.ref, s.ref + 1), f"item-{s.ref}", item))
         return encode_spill("openai-agents", self.guard.unit, run, items)
 
-
-def _integrity(value: dict[str, Any]) -> str:
-    body = {k: v for k, v in value.items() if k != "integrity"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

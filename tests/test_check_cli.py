@@ -133,9 +133,22 @@ def test_missing_optional_solver_is_a_clear_exit_2(monkeypatch: pytest.MonkeyPat
     import sys
 
     monkeypatch.setitem(sys.modules, "z3", None)  # makes `import z3` raise ModuleNotFoundError
-    for argv in (["prove"], ["check-config", str(CASES.parent / "policies" / "seed-repaired.toml")]):
+    for argv, extra in ((["prove"], "prove"),
+                        (["check-config", str(CASES.parent / "policies" / "seed-repaired.toml")], "check-config")):
         for mod in [m for m in sys.modules if m.startswith(("tailguard.pipeline", "tailguard.backends.z3"))]:
             monkeypatch.delitem(sys.modules, mod)
         code, _, err = run_cli(*argv)
         assert code == 2, (argv, err)
-        assert "needs the optional package 'z3'" in err and "tailguard[prove]" in err
+        assert "needs the optional package 'z3'" in err and f"pip install 'tailguard[{extra}]'" in err
+
+
+def test_missing_hypothesis_names_the_verify_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """verify-guard and conform need Hypothesis: the message names the user extra ``verify``."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "hypothesis", None)
+    guard = tmp_path / "my_guard.py"
+    guard.write_text("def guard(**kw):\n    return True\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, _, err = run_cli("verify-guard", "--no-crosshair", "my_guard:guard")
+    assert code == 2 and "needs the optional package 'hypothesis'" in err and "tailguard[verify]" in err, err

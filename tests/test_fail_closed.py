@@ -188,14 +188,24 @@ def test_generated_checker_states_and_keeps_its_python_range() -> None:
              "prior_truncations=map(tuple, [[0, 8]])).failed)")
     ran = []
     for minor in range(lo, hi + 1):
-        exe = shutil.which(f"python3.{minor}") or next(
-            (str(p) for p in Path.home().glob(f".pyenv/versions/3.{minor}.*/bin/python3.{minor}")), None)
-        if exe is None or subprocess.run([exe, "-c", "pass"], capture_output=True).returncode != 0:
+        exe = interpreter(minor)
+        if exe is None:
             continue
         proc = subprocess.run([exe, "-c", probe, str(path)], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0 and proc.stdout.strip() == "('no_hole',)", (exe, proc.stderr)
         ran.append(minor)
     assert sys.version_info[1] in ran or not ran
+
+
+def interpreter(minor: int) -> str | None:
+    """A Python 3.``minor`` that runs: on PATH (a pyenv shim may exist and refuse to run), or one
+    of pyenv's versions."""
+    candidates = [shutil.which(f"python3.{minor}"),
+                  *(str(p) for p in sorted(Path.home().glob(f".pyenv/versions/3.{minor}.*/bin/python3.{minor}")))]
+    for exe in candidates:
+        if exe is not None and subprocess.run([exe, "-c", "pass"], capture_output=True).returncode == 0:
+            return exe
+    return None
 
 
 @needs_node

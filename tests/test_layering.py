@@ -134,10 +134,14 @@ def cycles(texts: Mapping[str, str]) -> list[list[str]]:
             if len(comp) > 1:
                 found.append(sorted(comp))
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:  # other tests (deep TOML in check-config) depend on the interpreter's default
+        sys.setrecursionlimit(limit)
     return sorted(found)
 
 

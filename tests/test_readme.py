@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -152,3 +153,43 @@ def test_quick_start_decides_the_seed_incident_as_it_says() -> None:
     code, out, _ = run_cli("check", "--format", "json", str(ROOT / "examples/cases/seed-incident.json"))
     assert code == 1
     assert '"holes": [[0, 8]]' in out
+
+
+def _quick_start_commands() -> list[str]:
+    quick = _section((ROOT / "README.md").read_text(), "Quick start")
+    return [body.strip() for _, body in _blocks("sh") if body.strip() in quick]
+
+
+def test_quick_start_first_command_runs_as_written(tmp_path: Path) -> None:
+    """The first quick-start command, run by a shell as written (its venv moved out of the
+    checkout): a fresh venv, the package alone, and the seed's incident refused (exit 1)."""
+    import subprocess
+
+    first = _quick_start_commands()[0]
+    assert first.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install -e . && ")
+    venv = tmp_path / "venv"
+    command = first.replace(".venv", shlex_quote(str(venv)))
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    proc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "refuse" in proc.stdout and "[0, 8)" in proc.stdout, proc.stdout
+    assert (venv / "bin" / "tailguard").exists()
+
+
+def test_quick_start_test_command_is_what_ci_runs() -> None:
+    """The second quick-start command is the install ``.ci/run`` makes, then ``bash .ci/test``,
+    which ``.ci/run`` runs next: CI executes it on every clean clone."""
+    second = _quick_start_commands()[1]
+    install = "pip install -c .ci/constraints.txt -e '.[dev,frameworks,fleet,parquet]'"
+    assert second == f"python3 -m venv .venv && . .venv/bin/activate && {install} && bash .ci/test"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python3 -m venv .venv\n" in ci and "python -m pip install --quiet -c .ci/constraints.txt -e " \
+        "'.[dev,frameworks,fleet,parquet]'\n" in ci
+    assert ci.index(install.split(" -e ")[1]) < ci.rindex(" bash .ci/test\n")
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)

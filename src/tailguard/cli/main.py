@@ -32,7 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 # packages some commands need that the runtime guard never does -> the extra that installs them
-OPTIONAL_DEPENDENCIES = {"z3": "prove", "hypothesis": "dev", "crosshair": "dev"}
+#: The user extra that brings each optional package a command needs (pyproject.toml).
+OPTIONAL_DEPENDENCIES = {"z3": "check-config", "cvc5": "prove", "hypothesis": "verify", "crosshair": "verify"}
 
 
 class CommandModule(Protocol):
@@ -223,6 +224,8 @@ def _main(argv: list[str] | None, out: TextIO, err: TextIO) -> int:
         if top not in OPTIONAL_DEPENDENCIES:
             raise
         extra = OPTIONAL_DEPENDENCIES[top]
+        if extra == "check-config" and args.command == "prove":
+            extra = "prove"  # the same solvers under the name of the command
         print(f"tailguard {args.command}: needs the optional package {top!r}: "
               f"pip install 'tailguard[{extra}]' (or pip install -e '.[{extra}]' in a checkout)", file=err)
         return 2

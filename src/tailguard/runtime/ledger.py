@@ -37,7 +37,7 @@ from typing import Any, TextIO
 from tailguard._generated.checker import SPEC_VERSION, Decision
 from tailguard.base.args import check_ids, check_int, check_pair, count_problem
 from tailguard.base.vocab import Pair
-from tailguard.runtime import snapshot as _snapshot
+from tailguard.runtime import snapshot as _snapshot, telemetry as _telemetry
 from tailguard.runtime.dispatch import apply_events
 from tailguard.runtime.eventlog import (
     Event,
@@ -227,6 +227,10 @@ summarized or spilled
             if self._writer is not None:
                 self._writer.spill(lo, hi, handle)
             self._core.spill(lo, hi, self._next_line())
+            if _telemetry.SINKS:
+                _telemetry.emit("tailguard.spill", lambda: {**self._trace_base(),
+                                                            "tailguard.spill.range": f"[{lo}, {hi})",
+                                                            "tailguard.spill.handle": handle or ""})
 
     def evict_summary(self, summary: str) -> None:
         """Record that a budget stage evicted ``summary`` from the context (its coverage leaves)."""
@@ -342,6 +346,10 @@ summarized or spilled
                                              None if decision.allowed else override,
                                              summary, saw_t, keeps_t)
             core.compact(i, c, self._next_line(), summary=summary, saw=saw_t, keeps=keeps_t)
+            if _telemetry.SINKS:
+                _telemetry.emit("tailguard.compaction",
+                                lambda: {**self._trace_decision(decision, i, c, tail_start),
+                                         "tailguard.summary": summary or "", "tailguard.override": override or ""})
             return decision
 
     def log_refusal(
@@ -366,6 +374,22 @@ summarized or spilled
             self._writer.refusal(i, c, tail_start, decision.failed, decision.holes)
         self.refusals += 1
         self._next_line()
+        if _telemetry.SINKS:
+            _telemetry.emit("tailguard.refusal", lambda: self._trace_decision(decision, i, c, tail_start))
+
+    def _trace_base(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tailguard.unit": self.unit, "tailguard.profile": self.profile,
+                               "tailguard.history_end": self._core.n}
+        if self.session_id is not None:
+            out["tailguard.session_id"] = out["gen_ai.conversation.id"] = self.session_id
+        return out
+
+    def _trace_decision(self, decision: Decision, i: Pair, c: Pair, tail_start: int) -> dict[str, Any]:
+        return {**self._trace_base(), "tailguard.decision": "allow" if decision.allowed else "refuse",
+                "tailguard.failed": list(decision.failed), "tailguard.holes": _telemetry.ranges(decision.holes),
+                "tailguard.summary_input": f"[{i[0]}, {i[1]})", "tailguard.summary_covers": f"[{c[0]}, {c[1]})",
+                "tailguard.tail_start": tail_start,
+                "tailguard.unverified": _telemetry.ranges(self._core.unverified)}
 
     def equivalent_case(
         self,
@@ -479,6 +503,10 @@ summarized or spilled
             if self._writer is not None:
                 self._writer.adopt(count, reason, summary)
             self._core.adopt(count, sid, self._next_line())
+            if _telemetry.SINKS:
+                _telemetry.emit("tailguard.adopt", lambda: {
+                    **self._trace_base(), "tailguard.summary": sid, "tailguard.adopt.reason": reason,
+                    "tailguard.unverified": _telemetry.ranges(self._core.unverified)})
         return sid
 
     @property

@@ -30,6 +30,9 @@ disjoint, non-adjacent units recorded through ``Ledger.truncate`` in sorted orde
 (seeded): the truncation index costs O(log k) per insertion whatever the order. Target:
 shuffled within 2x of sorted (issue 17; the flat index took 59.6 s shuffled, 0.93 s sorted).
 
+``telemetry``: an append, a spill and a commit with tracing off (no sink: the OpenTelemetry
+extra not enabled), against the same with a no-op sink installed (the attributes built).
+
 Timing is ``timeit``, best of 7 (3 with ``--quick``), in one run; ratios compare numbers from
 that same run (run-to-run noise here is 15 to 20 %).
 """
@@ -183,7 +186,38 @@ def order_section(k: int) -> None:
           f"({shuffled_s / k * 1e6:.2f}us each): shuffled/sorted {shuffled_s / sorted_s:.2f}x (target <= 2x)")
 
 
-SECTIONS = ("decide", "lock", "durable", "order")
+def telemetry_section(repeat: int) -> None:
+    """A recorded spill and commit (no log) with tracing off, then with a no-op sink installed."""
+    from tailguard.runtime import telemetry
+
+    def sink(name: str, attrs: object) -> None:
+        pass
+
+    def ops(led: Ledger) -> None:
+        led.append(1)
+        n = led.history_end
+        led.spill(n - 1, n)
+        led.commit(summary_input=(0, n), summary_covers=(0, n - F), tail_start=n - F)
+
+    best = {False: float("inf"), True: float("inf")}
+    number = 2000
+    for _ in range(repeat):  # alternated, as the lock section
+        for on in (False, True):
+            if on:
+                telemetry.install(sink)
+            try:
+                led = Ledger(F, unit="turns")
+                led.append(100)
+                best[on] = min(best[on], min(timeit.repeat(lambda led=led: ops(led), repeat=1, number=number)) / number)
+            finally:
+                telemetry.uninstall(sink)
+    off, on = best[False], best[True]
+    print(f"telemetry (tailguard.runtime.telemetry), an append + spill + commit, best of {repeat}, alternated")
+    print(f"  off: {off * 1e6:.2f}us; with a no-op sink: {on * 1e6:.2f}us ({on / off:.2f}x: building the "
+          "attributes of two events). Off costs a truth test per recorded event.")
+
+
+SECTIONS = ("decide", "lock", "durable", "order", "telemetry")
 
 
 def main(argv: list[str]) -> int:
@@ -206,6 +240,8 @@ def main(argv: list[str]) -> int:
             lock_section(repeat)
         elif section == "durable":
             durable_section(repeat, args.dir)
+        elif section == "telemetry":
+            telemetry_section(repeat)
         else:
             order_section(k)
         sys.stdout.flush()

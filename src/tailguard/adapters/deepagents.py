@@ -64,16 +64,13 @@ Validated with the versions in :data:`SUPPORTED` (the deepagents preset's ``vali
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
-import threading
 import uuid
 import warnings
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired
 
 from tailguard._generated.checker import Decision
@@ -92,6 +89,7 @@ from tailguard.adapters._guard import (
     run_steps,
 )
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker, Plan
+from tailguard.adapters._sessions import SessionTable, check_state_value, integrity
 from tailguard.adapters._spill_tool import encode_run, read_spill
 from tailguard.base.args import is_int
 from tailguard.base.errors import SnapshotError
@@ -137,8 +135,7 @@ STATE_KEY = "tailguard"
 STATE_FORMAT = "tailguard.deepagents"
 STATE_VERSION = 1
 FRAMEWORK = "deepagents"
-_OUTSIDE = "\x00outside-a-graph"
-_POLL_FIRST, _POLL_MAX = 1 / 2000, 1 / 50
+_OUTSIDE = "\x00outside-a-graph"  # the lock key of the one session of calls outside a graph run
 
 _log = logging.getLogger(__name__)
 
@@ -163,20 +160,17 @@ def _meta(m: BaseMessage) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) and isinstance(meta.get("summary"), str) else None
 
 
-def _integrity(value: dict[str, Any]) -> str:
-    import hashlib
-    import json
-
-    body = {k: v for k, v in value.items() if k != "integrity"}
-    text = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
-
-
 @dataclass(slots=True, eq=False)
 class _Session:
+    """One session's guard as this process holds it, and the integrity digest of the state value
+    it last handed out."""
+
     sid: str | None
     guard: CompactionGuard
     persisted: str | None = None
+
+    def close(self) -> None:
+        self.guard.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,12 +178,6 @@ class _Where:
     kind: Literal["outside", "state", "new"]
     sid: str | None
     value: dict[str, Any] | None = None
-
-
-@dataclass(slots=True)
-class _LockEntry:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    users: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,9 +237,7 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
         self.cache_size = cache_size
         self._logs = SessionLogs(self.options.log)
         self._store = open_store(self.options.store)
-        self._mutex = threading.Lock()
-        self._cache: OrderedDict[str, _Session] = OrderedDict()
-        self._locks: dict[str, _LockEntry] = {}
+        self._sessions: SessionTable[_Session] = SessionTable(cache_size)
         self._outside: _Session | None = None
         self._instrument(self._lc_helper)
 
@@ -284,23 +270,23 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
     @property
     def guard(self) -> CompactionGuard:
         """The guard of the one session of calls outside a graph run."""
-        with self._locked(_OUTSIDE):
+        with self._sessions.locked(_OUTSIDE):
             return self._outside_session().guard
 
     def session_guard(self, session_id: str) -> CompactionGuard | None:
         """The guard this process holds for ``session_id``, if cached."""
-        with self._mutex:
-            sess = self._cache.get(session_id)
+        sess = self._sessions.get(session_id)
         return None if sess is None else sess.guard
 
     def close(self) -> None:
         """Close every log this middleware opened."""
-        with self._mutex:
-            sessions = [*self._cache.values(), *([self._outside] if self._outside else [])]
-            self._cache.clear()
+        sessions = self._sessions.drain()
+        with self._sessions.mutex:
+            if self._outside is not None:
+                sessions.append(self._outside)
             self._outside = None
         for sess in sessions:
-            sess.guard.close()
+            sess.close()
 
     def _outside_session(self) -> _Session:
         if self._outside is None:
@@ -334,33 +320,22 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
 
     @staticmethod
     def _check_value(value: object) -> str:
-        where = "the thread's state"
-        if not isinstance(value, dict) or value.get("format") != STATE_FORMAT:
-            raise AdapterError(f"{where}: not a tailguard deepagents guard state (no 'format': {STATE_FORMAT!r})")
-        if value.get("version") != STATE_VERSION:
-            raise AdapterError(f"{where}: guard state version {value.get('version')!r}; this tailguard reads "
-                               f"version {STATE_VERSION}")
-        if value.get("integrity") != _integrity(value):
-            raise AdapterError(f"{where}: the guard state does not match its integrity digest (altered or damaged)")
-        sid = value.get("session")
-        if not isinstance(sid, str):
-            raise AdapterError(f"{where}: the guard state names no session")
-        return sid
+        return check_state_value(value, "the thread's state", fmt=STATE_FORMAT, version=STATE_VERSION,
+                                 framework=FRAMEWORK)
 
     def _load(self, where: _Where) -> _Session:
         if where.kind == "outside":
             return self._outside_session()
         assert where.sid is not None
         sid = where.sid
-        with self._mutex:
-            cached = self._cache.get(sid)
+        cached = self._sessions.get(sid)
         if where.value is None:
             if cached is not None:
                 raise AdapterError(f"session {sid!r} has a guard in this process but the thread holds no guard "
                                    "state (its state was reset?): a session is not started twice")
             sess = self._new_session(sid)
-        elif cached is not None and cached.persisted == where.value["integrity"]:
-            sess = cached
+        elif (hit := self._sessions.cached_for(cached, where.value)) is not None:
+            sess = hit
         else:
             try:
                 ledger = self._logs.resume(where.value["ledger"], sid)
@@ -368,72 +343,24 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
                 raise AdapterError(f"session {sid!r}: cannot continue from the guard state the thread holds: "
                                    f"{exc}. The log has moved past that state (a run that failed after the guard "
                                    "recorded, or another process continued the session)") from exc
-            tracker = OffsetTracker.restore(ledger, where.value.get("tracker"))
+            try:
+                tracker = OffsetTracker.restore(ledger, where.value.get("tracker"))
+            except AdapterError as exc:
+                ledger.close()
+                raise AdapterError(f"the guard state of session {sid!r}: {exc}") from exc
             guard = CompactionGuard(self.options, framework=FRAMEWORK, session=sid, ledger=ledger,
                                     tracker=tracker, store=self._store)
             sess = _Session(sid, guard, where.value["integrity"])
             if cached is not None:
-                cached.guard.close()
-        self._remember(sess)
+                cached.close()
+        self._sessions.remember(sid, sess)
         return sess
-
-    def _remember(self, sess: _Session) -> None:
-        assert sess.sid is not None
-        evicted: list[_Session] = []
-        with self._mutex:
-            self._cache[sess.sid] = sess
-            self._cache.move_to_end(sess.sid)
-            while len(self._cache) > self.cache_size:
-                old_sid, old = next(iter(self._cache.items()))
-                entry = self._locks.get(old_sid)
-                if entry is not None and entry.users:
-                    break
-                del self._cache[old_sid]
-                evicted.append(old)
-        for old in evicted:
-            old.guard.close()
-
-    def _enter(self, key: str) -> _LockEntry:
-        with self._mutex:
-            entry = self._locks.setdefault(key, _LockEntry())
-            entry.users += 1
-        return entry
-
-    def _leave(self, key: str, entry: _LockEntry) -> None:
-        with self._mutex:
-            entry.users -= 1
-            if entry.users == 0 and self._locks.get(key) is entry:
-                del self._locks[key]
-
-    @contextmanager
-    def _locked(self, key: str) -> Iterator[None]:
-        entry = self._enter(key)
-        try:
-            with entry.lock:
-                yield
-        finally:
-            self._leave(key, entry)
-
-    @asynccontextmanager
-    async def _alocked(self, key: str) -> AsyncIterator[None]:
-        entry = self._enter(key)
-        try:
-            delay = _POLL_FIRST
-            while not entry.lock.acquire(blocking=False):
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _POLL_MAX)
-            try:
-                yield
-            finally:
-                entry.lock.release()
-        finally:
-            self._leave(key, entry)
 
     # -- the two entry points, one body -----------------------------------------------------
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         where = self._where(request.state)
-        with self._locked(_OUTSIDE if where.sid is None else where.sid):
+        with self._sessions.locked(_OUTSIDE if where.sid is None else where.sid):
             sess = self._load(where)
 
             def call(req: tuple[Any, ...]) -> Any:
@@ -459,7 +386,7 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         where = self._where(request.state)
-        async with self._alocked(_OUTSIDE if where.sid is None else where.sid):
+        async with self._sessions.alocked(_OUTSIDE if where.sid is None else where.sid):
             sess = self._load(where)
 
             async def call(req: tuple[Any, ...]) -> Any:
@@ -724,7 +651,7 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
             "format": STATE_FORMAT, "version": STATE_VERSION, "session": sess.sid,
             "ledger": sess.guard.ledger.snapshot(), "tracker": sess.guard.tracker.export(),
         }
-        value["integrity"] = _integrity(value)
+        value["integrity"] = integrity(value)
         return value
 
     def _size(self, m: AnyMessage) -> int:

@@ -54,6 +54,8 @@ from tailguard.adapters.deepagents import (
     guarded_summarization_middleware,
     messages_from_spill,
 )
+from tailguard.base.intervals import normalize
+from tailguard.base.vocab import NO_HOLE
 from tailguard.pipeline.presets.deepagents import PRESET
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore
@@ -238,6 +240,20 @@ def audit_clean(path: Path, refusals: int) -> dict[str, Any]:
     return report
 
 
+def assert_clip_refusal(run: Run, thread: str, lost: set[str]) -> None:
+    """The log's last line is the refused clip: ``no_hole`` with the offsets of exactly the messages
+    whose markers deepagents' own middleware lost (the ``write_file`` calls ``ai-w-MK...``), and a
+    ``tail_start`` at the end of the newest of them."""
+    line = json.loads(run.log(thread).read_text(encoding="utf-8").splitlines()[-1])
+    guard = run.mw.session_guard(thread)
+    assert guard is not None
+    units = guard.tracker.units
+    expected = normalize(units[f"ai-w-{m.removeprefix('W')}"] for m in lost)
+    assert (line["event"], line["failed"]) == ("refusal", [NO_HOLE]), line
+    assert [tuple(h) for h in line["holes"]] == expected, (line, lost)
+    assert line["tail_start"] == expected[-1][1] and line["summary_input"] == [expected[-1][1]] * 2
+
+
 def first_loss(run: Run, thread: str, turns: int) -> tuple[int | None, set[str]]:
     """The first turn after which deepagents' own middleware holds a sent marker nowhere."""
     sent: set[str] = set()
@@ -283,7 +299,9 @@ def test_halt_refuses_exactly_where_deepagents_loses(tmp_path: Path, truncate: b
                 assert after.get(STATE_KEY) == before.get(STATE_KEY)
                 clip = "argument truncation" in str(exc)
                 assert clip == truncate, exc
-                refused_by_log = 0 if clip else 1
+                refused_by_log = 1  # a refused clip is a refusal line, like a refused compaction
+                if clip:
+                    assert_clip_refusal(guarded, "t", lost)
                 break
         assert halted_at == loss_at, (halted_at, loss_at, lost)
         if truncate or failing:
@@ -327,6 +345,9 @@ def test_interleaved_threads_lose_nothing(tmp_path: Path, on_refuse: str, trunca
             guard = run.mw.session_guard(t)
             assert guard is not None
             audit_clean(run.log(t), guard.ledger.refusals)
+            if truncate:  # the clips deepagents would lose are refusal lines (then spilled or left unclipped)
+                lines = [json.loads(x) for x in run.log(t).read_text(encoding="utf-8").splitlines()]
+                assert any(e["event"] == "refusal" and e["failed"] == [NO_HOLE] and e["holes"] for e in lines)
             compactions += len(guard.ledger.summaries) > 0
             if on_refuse == "spill":
                 assert state.get(SUMMARIZATION_EVENT_KEY), "spill compacts"

@@ -80,6 +80,7 @@ from tailguard.adapters._guard import (
     GuardOptions,
     LogArg,
     SessionLogs,
+    SpillFailed,
     StoreArg,
     Unset,
     arun_steps,
@@ -93,6 +94,7 @@ from tailguard.adapters._sessions import SessionTable, check_state_value, integr
 from tailguard.adapters._spill_tool import encode_run, read_spill
 from tailguard.base.args import is_int
 from tailguard.base.errors import SnapshotError
+from tailguard.base.intervals import normalize
 from tailguard.base.vocab import FLOOR_IN_TAIL, NO_HOLE, Pair
 from tailguard.pipeline.presets.deepagents import PRESET
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
@@ -528,7 +530,13 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
     def _guard_clips(self, effective: list[AnyMessage], truncated: list[AnyMessage], keys: dict[str, str],
                      sess: _Session) -> list[AnyMessage]:
         """Decide each argument clip before the model, the offload or the summarizer gets the clipped
-        message. Returns the view to use (clips the guard does not allow undone)."""
+        message. Returns the view to use (clips the guard does not allow undone).
+
+        A refused clip is a ``refusal`` line of the session's log, like a refused compaction (and
+        counted by the ledger): ``tail_start`` is the end ``t`` of the newest clipped message,
+        ``summary_input`` and ``summary_covers`` are ``[t, t)`` (no summary holds a clipped
+        argument), ``failed`` is ``floor_in_tail`` for a clip inside the floor and ``no_hole`` for
+        one no spill holds, ``holes`` are the latter's offsets."""
         guard = sess.guard
         ledger = guard.ledger
         spilled = ledger.core.spilled
@@ -546,15 +554,17 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
                 lossy.append((i, (lo, hi)))
         if not lossy and not floor:
             return out
-        runs = tuple(r for _, r in (*floor, *lossy))
         sentences = [f"deepagents' argument truncation would clip write_file/edit_file arguments of the "
                      f"message at [{lo}, {hi}), which no spill holds" for _, (lo, hi) in lossy]
         sentences += [f"deepagents' argument truncation would clip the message at [{lo}, {hi}) inside the "
                       f"floor (the last {self.options.recovery_floor_span} {guard.unit})" for _, (lo, hi) in floor]
+        failed = (*((FLOOR_IN_TAIL,) if floor else ()), *((NO_HOLE,) if lossy else ()))
+        holes = tuple(normalize(r for _, r in lossy))
+        decision = Decision("refuse", failed, holes)
+        end = max(hi for _, (_, hi) in (*floor, *lossy))
+        ledger.log_refusal(decision, summary_input=(end, end), summary_covers=(end, end), tail_start=end)
         if self.options.on_refuse == "halt":
-            failed = (*((FLOOR_IN_TAIL,) if floor else ()), *((NO_HOLE,) if lossy else ()))
-            raise UnrecoverableCompactionError.from_decision(Decision("refuse", failed, runs),
-                                                             [*sentences, "nothing was clipped"])
+            raise UnrecoverableCompactionError.from_decision(decision, [*sentences, "nothing was clipped"])
         for i, _ in floor:
             out[i] = effective[i]
         if self.options.on_refuse == "defer":
@@ -563,9 +573,11 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
             _log.warning("tailguard: %s; the message is left unclipped", "; ".join(sentences))
             return out
         held = {keys[str(effective[i].id)]: effective[i] for i, _ in lossy}
-        plan = Plan((0, 0), (0, 0), 0, (), (), tuple(r for _, r in lossy), (), (), ())
-        guard._spill(plan, lambda run: self._payload(run, held, sess),
-                     Decision("refuse", (NO_HOLE,), tuple(r for _, r in lossy)))
+        try:
+            guard.spill_runs(holes, lambda run: self._payload(run, held, sess))
+        except SpillFailed as exc:
+            raise UnrecoverableCompactionError.from_decision(
+                decision, [f"{exc}, nothing was clipped: {exc.__cause__}"]) from exc.__cause__
         return out
 
     def _verify_offload(self, file_path: str, media: list[AnyMessage], originals: dict[str, AnyMessage],
@@ -587,8 +599,6 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
         tracker = sess.guard.tracker
         whole = [tracker.interval(keys[str(m.id)]) for m in written
                  if m.id is not None and originals.get(str(m.id)) is m]
-        from tailguard.base.intervals import normalize
-
         for lo, hi in normalize(whole):
             sess.guard.ledger.spill(lo, hi, handle=OFFLOAD_HANDLE_PREFIX + file_path)
         return file_path

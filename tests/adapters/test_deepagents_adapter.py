@@ -443,3 +443,150 @@ def test_factory_mirrors_create_summarization_middleware(tmp_path: Path) -> None
     with pytest.raises(TypeError):
         guarded_summarization_middleware(model, backend)  # recovery_floor_span is required
     assert PRESET.validated_on == SUPPORTED
+
+
+# -- subagents -------------------------------------------------------------------------------
+
+SUB_CALLS = 14  # write_file calls a subagent makes before it answers: enough for three compactions
+
+
+class Delegating(GenericFakeChatModel):
+    """The main agent and its subagent in one fake model. A call whose first human message holds
+    ``TASK`` is the subagent's: its first ``SUB_CALLS`` calls answer with a ``write_file`` call
+    (``RMKS..`` in the text, ``WMKS..`` past the 20 characters argument truncation keeps), then
+    ``RMKSFIN``. Otherwise it is the main agent's: a human message gets a ``task`` call for
+    ``subagent_type`` (the description holds ``MKTASK``), the task's result ``RMKMAIN``.
+    ``sub_last`` is the context of the subagent's last call."""
+
+    subagent_type: str = "worker"
+    sub_last: list[BaseMessage] = []  # noqa: RUF012 - pydantic field, replaced per instance
+    sub_calls: list[int] = []  # noqa: RUF012 - pydantic field, replaced per instance
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        first = next((m for m in messages if isinstance(m, HumanMessage) and "TASK" in str(m.content)), None)
+        if first is not None and not any(isinstance(m, ToolMessage) and m.tool_call_id == "call-task"
+                                         for m in messages):
+            self.sub_last[:] = list(messages)
+            n = len(self.sub_calls)
+            self.sub_calls.append(n)
+            if n >= SUB_CALLS:
+                reply = AIMessage(content="done RMKSFIN", id="ai-sub-fin")
+            else:
+                mark = f"S{n:02d}"
+                args_ = {"file_path": f"/s/{mark}.txt", "content": "z" * 160 + f" WMK{mark}"}
+                reply = AIMessage(content=f"RMK{mark} " + "b" * 40, id=f"ai-w-MK{mark}",
+                                  tool_calls=[{"name": "write_file", "args": args_, "id": f"call-{mark}"}])
+        elif isinstance(messages[-1], ToolMessage):
+            reply = AIMessage(content="RMKMAIN delegated", id="ai-main-done")
+        else:
+            call = {"name": "task", "id": "call-task",
+                    "args": {"description": "MKTASK write the files", "subagent_type": self.subagent_type}}
+            reply = AIMessage(content="", id="ai-main-task", tool_calls=[call])  # type: ignore[list-item]
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self
+
+
+SUB_SENT = {"MKTASK", "RMKSFIN", *(f"{p}MKS{n:02d}" for n in range(SUB_CALLS) for p in ("R", "W"))}
+
+
+def run_subagent(root: Path, kind: str, on_refuse: str | None) -> tuple[Any, Any, set[str]]:
+    """One delegation through ``create_deep_agent(subagents=...)``: ``kind`` ``own`` (a declarative
+    subagent whose spec lists the summarization middleware), ``bare`` (a declarative subagent with
+    no middleware of its own), ``fork`` (``mode="fork"``) or ``general-purpose`` (deepagents' own
+    subagent). The summarization middleware is the guarded one (``on_refuse``) or deepagents' own
+    (``None``), the same knobs as :class:`Run`'s, in the main agent's ``middleware=`` (and the
+    ``own`` spec's). Returns the middleware, the store and the markers the run holds afterwards."""
+    (root / "ws").mkdir(parents=True)
+    (root / "logs").mkdir()
+    store = FileSpillStore(root / "spills", create=True)
+    backend = FilesystemBackend(root_dir=root / "ws", virtual_mode=True)
+    knobs: dict[str, Any] = {"trigger": ("messages", 12), "keep": ("messages", 4), "trim_tokens_to_summarize": None,
+                             "truncate_args_settings": TRUNCATE}
+    summarizer = Summarizer(messages=iter(()))
+    if on_refuse is None:
+        mw: Any = SummarizationMiddleware(summarizer, backend=backend, **knobs)
+    else:
+        opts = GuardOptions(recovery_floor_span=3, on_refuse=on_refuse,  # type: ignore[arg-type]
+                            store=store, log=root / "logs")
+        mw = GuardedDeepAgentsSummarizationMiddleware(summarizer, backend=backend, options=opts, **knobs)
+    model = Delegating(messages=iter(()), sub_last=[], sub_calls=[],
+                       subagent_type="general-purpose" if kind == "general-purpose" else "worker")
+    spec: dict[str, Any] = {"name": "worker", "description": "writes files", "system_prompt": "write", "model": model}
+    if kind == "own":
+        spec["middleware"] = [mw]
+    elif kind == "fork":
+        spec["mode"] = "fork"
+    agent = create_deep_agent(model=model, backend=backend, middleware=[mw], checkpointer=InMemorySaver(),
+                              subagents=[] if kind == "general-purpose" else [spec])  # type: ignore[list-item]
+    result = agent.invoke({"messages": [HumanMessage("MKH000 delegate", id="h-main")]},
+                          {"configurable": {"thread_id": "t"}})
+    assert len(model.sub_calls) == SUB_CALLS + 1, "the subagent ran to its answer"
+    held = markers(text_of(model.sub_last)) | markers(text_of(result["messages"]))
+    for p in (root / "ws" / "conversation_history").glob("*.md"):
+        held |= markers(p.read_text(encoding="utf-8"))
+    for rec in store.list():
+        if rec.range is not None:
+            held |= markers(text_of(messages_from_spill(store, rec.handle)))
+    return mw, store, held
+
+
+def subagent_logs(root: Path) -> list[Path]:
+    """The logs of the sessions of subagent calls (named ``<thread>|<checkpoint namespace>``)."""
+    out = []
+    for p in sorted((root / "logs").glob("*.jsonl")):
+        session = json.loads(p.read_text(encoding="utf-8").splitlines()[0]).get("session_id")
+        if str(session).startswith("t|"):
+            out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["own", "fork", "general-purpose"])
+def test_deepagents_own_summarization_loses_subagent_markers(tmp_path: Path, kind: str) -> None:
+    """Unguarded, the subagent's argument truncation loses ``WMKS..`` markers: the scenario of the
+    test below can fail."""
+    _, _, held = run_subagent(tmp_path, kind, None)
+    lost = SUB_SENT - held
+    assert lost and all(m.startswith("WMKS") for m in lost), sorted(lost)
+
+
+@pytest.mark.parametrize("on_refuse", ["spill", "defer"])
+@pytest.mark.parametrize("kind", ["own", "fork", "general-purpose"])
+def test_subagent_summarization_is_guarded(tmp_path: Path, kind: str, on_refuse: str) -> None:
+    """The guarded middleware reaches a subagent's summarization when the subagent's stack holds
+    it: a declarative subagent that lists it in its spec's ``middleware``, a fork (which inherits
+    the parent's middleware) and the general-purpose subagent (which inherits a middleware named
+    like one of its default slots). The subagent's calls are a session of their own (a log named
+    by the thread and the task's namespace) that compacts, refuses the clips that would lose
+    markers and audits clean; no marker the subagent was sent or wrote is lost."""
+    mw, _, held = run_subagent(tmp_path, kind, on_refuse)
+    try:
+        assert not SUB_SENT - held, sorted(SUB_SENT - held)
+        (log,) = subagent_logs(tmp_path)
+        events = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()]
+        sid = events[0]["session_id"]
+        guard = mw.session_guard(sid)
+        assert guard is not None and guard.ledger.refusals > 0
+        audit_clean(log, guard.ledger.refusals)
+        assert sum(e["event"] == "compact" for e in events) >= 2
+        assert any(e["event"] == "refusal" and e["failed"] == [NO_HOLE] for e in events)
+    finally:
+        mw.close()
+
+
+def test_a_declarative_subagent_without_the_guard_is_not_guarded(tmp_path: Path) -> None:
+    """Documented: ``create_deep_agent`` gives a declarative subagent (no ``mode="fork"``) its own
+    ``create_summarization_middleware(model, backend)``; the main agent's ``middleware=`` does not
+    replace it. The guarded middleware then never sees the subagent's calls: no session, no log
+    of it; only the main thread's. (deepagents' default knobs for a model without a profile do
+    not compact these few messages, so nothing is lost here either; the guard just is not there.)"""
+    mw, _, held = run_subagent(tmp_path, "bare", "halt")
+    try:
+        assert subagent_logs(tmp_path) == []
+        sessions = [json.loads(p.read_text(encoding="utf-8").splitlines()[0]).get("session_id")
+                    for p in (tmp_path / "logs").glob("*.jsonl")]
+        assert sessions == ["t"]
+        assert not SUB_SENT - held
+    finally:
+        mw.close()

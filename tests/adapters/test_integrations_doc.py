@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("langchain", reason="install the frameworks extra (CI does)")
 pytest.importorskip("langgraph.checkpoint.sqlite", reason="install the frameworks extra (CI does)")
+pytest.importorskip("deepagents", reason="install the frameworks extra (CI does)")
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
@@ -22,7 +23,7 @@ def production_snippets() -> list[str]:
 
 def test_the_in_production_snippets_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     snippets = production_snippets()
-    assert len(snippets) == 5
+    assert len(snippets) == 6
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "docs_integrations"}
     for k, code in enumerate(snippets):
@@ -31,3 +32,4 @@ def test_the_in_production_snippets_run(tmp_path: Path, monkeypatch: pytest.Monk
     assert any(name.endswith("-alice.jsonl") for name in logs)
     assert any(name.startswith(tuple("0123456789abcdef")) and "stateless-" in name for name in logs)
     assert any(name.endswith("-dora.jsonl") for name in logs) and any(name.endswith("-emil.jsonl") for name in logs)
+    assert any(name.endswith("-frank.jsonl") for name in logs) and any(name.endswith("-gina.jsonl") for name in logs)

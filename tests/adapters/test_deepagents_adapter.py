@@ -590,3 +590,50 @@ def test_a_declarative_subagent_without_the_guard_is_not_guarded(tmp_path: Path)
         assert not SUB_SENT - held
     finally:
         mw.close()
+
+
+class Compacting(GenericFakeChatModel):
+    """An agent that calls ``compact_conversation`` when a human message says ``COMPACT``."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        newest = messages[-1]
+        if isinstance(newest, HumanMessage) and "COMPACT" in str(newest.content):
+            reply = AIMessage(content="", tool_calls=[{"name": "compact_conversation", "args": {}, "id": "call-c"}])
+        else:
+            reply = AIMessage(content="R" + sorted(markers(text_of([newest])) or {"none"})[0] + " " + "a" * 60)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self
+
+
+def test_compact_conversation_is_not_guarded_and_the_thread_then_fails_closed(tmp_path: Path) -> None:
+    """Documented: deepagents' ``compact_conversation`` tool (``SummarizationToolMiddleware``
+    around the guarded middleware) compacts in the tools node, through the wrapped middleware's own
+    methods, and writes a ``_summarization_event`` the guard never decided. The next model call
+    meets a summary the guard did not make in a session it recorded: ``AdapterError``, on that
+    turn and every later one; the guard's log holds no compaction."""
+    from deepagents.middleware.summarization import SummarizationToolMiddleware
+
+    from tailguard.adapters._offsets import AdapterError
+
+    (tmp_path / "ws").mkdir()
+    backend = FilesystemBackend(root_dir=tmp_path / "ws", virtual_mode=True)
+    mw = GuardedDeepAgentsSummarizationMiddleware(
+        Summarizer(messages=iter(())), backend=backend, trigger=("messages", 12), keep=("messages", 4),
+        trim_tokens_to_summarize=None, options=GuardOptions(recovery_floor_span=2, log=f"{tmp_path / 'logs'}/"))
+    agent = create_deep_agent(model=Compacting(messages=iter(())), backend=backend, checkpointer=InMemorySaver(),
+                              middleware=[mw, SummarizationToolMiddleware(mw)])
+    config: Any = {"configurable": {"thread_id": "t"}}
+    try:
+        for i in range(5):
+            agent.invoke({"messages": [HumanMessage(f"MKc{i:03d} " + "h" * 60)]}, config)
+        with pytest.raises(AdapterError, match="summary the guard did not make"):
+            agent.invoke({"messages": [HumanMessage("MKc005 COMPACT")]}, config)
+        assert agent.get_state(config).values.get(SUMMARIZATION_EVENT_KEY), "the tool compacted"
+        with pytest.raises(AdapterError, match="summary the guard did not make"):
+            agent.invoke({"messages": [HumanMessage("MKc006 " + "h" * 60)]}, config)
+        events = [json.loads(x)["event"] for x in (tmp_path / "logs" / log_file_name("t")).read_text().splitlines()]
+        assert "compact" not in events
+    finally:
+        mw.close()

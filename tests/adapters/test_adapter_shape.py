@@ -28,18 +28,32 @@ import pytest
 pytest.importorskip("langchain", reason="install the frameworks extra (CI does)")
 pytest.importorskip("langmem", reason="install the frameworks extra (CI does)")
 pytest.importorskip("agents", reason="install the frameworks extra (CI does)")
+pytest.importorskip("deepagents", reason="install the frameworks extra (CI does)")
 
 from agents import SQLiteSession
 from agents.memory.session_settings import SessionSettings
+from deepagents.backends import StateBackend
 from langchain_core.messages import AIMessage, HumanMessage
 
 import tailguard.adapters
-from tailguard.adapters import GuardOptions, langchain as lc_adapter, langmem as lm_adapter, openai_agents as oa_adapter
+from tailguard.adapters import (
+    GuardOptions,
+    deepagents as da_adapter,
+    langchain as lc_adapter,
+    langmem as lm_adapter,
+    openai_agents as oa_adapter,
+)
 from tailguard.adapters._guard import STEPS
+from tailguard.adapters.deepagents import GuardedDeepAgentsSummarizationMiddleware
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
 from tailguard.adapters.langmem import GuardedSummarizer
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
-from tailguard.pipeline.presets import langchain as lc_preset, langmem as lm_preset, openai_agents as oa_preset
+from tailguard.pipeline.presets import (
+    deepagents as da_preset,
+    langchain as lc_preset,
+    langmem as lm_preset,
+    openai_agents as oa_preset,
+)
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tests.adapters.fakes import RecordingChatModel, conversation, recording_model
 
@@ -49,8 +63,14 @@ ADAPTERS = {
     "langchain": ("langchain", "langchain", lc_preset.PRESET, GuardedSummarizationMiddleware),
     "openai_agents": ("openai-agents", "agents", oa_preset.PRESET, GuardedResponsesCompactionSession),
     "langmem": ("langmem", "langmem", lm_preset.PRESET, GuardedSummarizer),
+    "deepagents": ("deepagents", "deepagents", da_preset.PRESET, GuardedDeepAgentsSummarizationMiddleware),
 }
-MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter}
+MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter, "deepagents": da_adapter}
+
+
+def deep_middleware(**kw: Any) -> GuardedDeepAgentsSummarizationMiddleware:
+    return GuardedDeepAgentsSummarizationMiddleware(recording_model(), backend=StateBackend(), trigger=("tokens", 3000),
+                                                    keep=("messages", 20), **kw)
 
 
 def middleware(**kw: Any) -> GuardedSummarizationMiddleware:
@@ -104,7 +124,8 @@ def test_options_or_keywords_build_the_same_guard(tmp_path: Path) -> None:
     lambda **kw: middleware(**kw),
     lambda **kw: openai_session(**kw),
     lambda **kw: GuardedSummarizer(**kw),
-], ids=["langchain", "openai_agents", "langmem"])
+    lambda **kw: deep_middleware(**kw),
+], ids=["langchain", "openai_agents", "langmem", "deepagents"])
 def test_every_adapter_takes_options_or_keywords_never_both(build: Any) -> None:
     opts = GuardOptions(recovery_floor_span=0, on_refuse="defer")
     adapter = build(options=opts)

@@ -12,7 +12,7 @@ agent and in the general-purpose subagent (which inherits a middleware whose nam
 of its default slots). A declarative subagent with its own ``middleware=`` keeps its own
 default summarization unless that list holds a guarded one too.
 
-What deepagents 0.7.32 does in ``wrap_model_call`` (``deepagents/middleware/summarization.py``)
+What deepagents (:data:`SUPPORTED`) does in ``wrap_model_call`` (``deepagents/middleware/summarization.py``)
 and what the guard makes of it:
 
 - **The context** is ``_get_effective_messages``: the summary of the newest
@@ -459,20 +459,7 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
         if confirmed is None:  # the summarizer was shown less than decided and the new decision defers
             response, tail = yield ("budget", request.override(messages=truncated), overflow, None)
             return self._finish(response, {"messages": tail} if tail else None, sess, where)
-        new = self._build_new_messages_with_path(summary, file_path)
-        if len(new) != 1 or not _is_summary(new[0]):
-            raise AdapterError("_build_new_messages_with_path no longer returns one summary message; this "
-                               "deepagents version is not supported")
-        note: AnyMessage = new[0]
-        sid = sess.guard.ledger.next_summary_id
-        note.id = SUMMARY_ID_PREFIX + sid
-        fresh = [{"range": [lo, hi], "handle": h} for (lo, hi), h in sess.guard.spills]
-        del sess.guard.spills[:]
-        note.additional_kwargs["tailguard"] = {"summary": sid, "unit": sess.guard.unit, "spills": fresh}
-        if fresh:
-            handles = ", ".join(str(x["handle"]) for x in fresh)
-            note.content = (f"{note.content}\n\n[tailguard] Earlier messages were spilled losslessly before they "
-                            f"left the context: {handles}")
+        note, sid = self._summary_message(summary, file_path, sess)
         previous = request.state.get(SUMMARIZATION_EVENT_KEY)
         event: SummarizationEvent = {
             "cutoff_index": self._compute_state_cutoff(previous, cutoff),
@@ -482,8 +469,7 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
         }
         modified_request = request.override(messages=[note, *map(_drop_bound_reasoning, preserved)])
         response, tail = yield ("budget", modified_request, overflow, request.override(messages=truncated))
-        sess.guard.tracker.commit(confirmed, key=str(note.id), summary=sid)  # after the model call returned
-        update: dict[str, Any] = {SUMMARIZATION_EVENT_KEY: event, SUMMARIZATION_SESSION_ID_KEY: session_id}
+        update = self._apply(confirmed, note, sid, event, session_id, sess)  # after the model call returned
         if tail:
             update["messages"] = list(tail)
         return self._finish(response, update, sess, where)
@@ -643,6 +629,32 @@ class GuardedDeepAgentsSummarizationMiddleware(_DeepAgentsSummarizationMiddlewar
             return out
         finally:
             _trimmed.reset(token)
+
+    def _summary_message(self, summary: str, file_path: str | None, sess: _Session) -> tuple[AnyMessage, str]:
+        """deepagents' summary message with the guard's id and metadata (the ledger id it will get,
+        and this compaction's spills, named in its text too)."""
+        new = self._build_new_messages_with_path(summary, file_path)
+        if len(new) != 1 or not _is_summary(new[0]):
+            raise AdapterError("_build_new_messages_with_path no longer returns one summary message; this "
+                               "deepagents version is not supported")
+        note: AnyMessage = new[0]
+        sid = sess.guard.ledger.next_summary_id
+        note.id = SUMMARY_ID_PREFIX + sid
+        fresh = [{"range": [lo, hi], "handle": h} for (lo, hi), h in sess.guard.spills]
+        del sess.guard.spills[:]
+        note.additional_kwargs["tailguard"] = {"summary": sid, "unit": sess.guard.unit, "spills": fresh}
+        if fresh:
+            handles = ", ".join(str(x["handle"]) for x in fresh)
+            note.content = (f"{note.content}\n\n[tailguard] Earlier messages were spilled losslessly before they "
+                            f"left the context: {handles}")
+        return note, sid
+
+    def _apply(self, plan: Plan, note: AnyMessage, sid: str, event: SummarizationEvent, session_id: str,
+               sess: _Session) -> dict[str, Any]:
+        """Commit ``plan`` with its summary ``note`` (once the model call with it returned); the state
+        update deepagents would return: its ``_summarization_event`` and session id."""
+        sess.guard.tracker.commit(plan, key=str(note.id), summary=sid)
+        return {SUMMARIZATION_EVENT_KEY: event, SUMMARIZATION_SESSION_ID_KEY: session_id}
 
     def _finish(self, response: Any, update: dict[str, Any] | None, sess: _Session, where: _Where) -> Any:
         """The model response, with the guard's state in the update (every call of a graph thread)."""

@@ -481,7 +481,7 @@ class Delegating(GenericFakeChatModel):
         else:
             call = {"name": "task", "id": "call-task",
                     "args": {"description": "MKTASK write the files", "subagent_type": self.subagent_type}}
-            reply = AIMessage(content="", id="ai-main-task", tool_calls=[call])  # type: ignore[list-item]
+            reply = AIMessage(content="", id="ai-main-task", tool_calls=[call])
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:

@@ -9,8 +9,10 @@ returns): every keyword of it, plus the guard's options (``options=`` or
 included). Its ``name`` is deepagents' public alias ``"SummarizationMiddleware"``, so
 ``create_deep_agent(..., middleware=[guarded])`` replaces the default **in place**, in the main
 agent and in the general-purpose subagent (which inherits a middleware whose name matches one
-of its default slots). A declarative subagent with its own ``middleware=`` keeps its own
-default summarization unless that list holds a guarded one too.
+of its default slots), and in a fork (``mode="fork"``, which inherits the main agent's
+``middleware=``). A declarative subagent gets deepagents' own
+``create_summarization_middleware(its model, backend)`` unless its spec's ``middleware`` lists the
+guarded one too (docs/integrations.md, deepagents).
 
 What deepagents (:data:`SUPPORTED`) does in ``wrap_model_call`` (``deepagents/middleware/summarization.py``)
 and what the guard makes of it:
@@ -27,9 +29,10 @@ and what the guard makes of it:
   clip: a clip of offsets already spilled (and outside the floor) proceeds; otherwise ``halt``
   raises, ``defer`` leaves that message unclipped for this call, ``spill`` writes the original
   message to the store first (a clip inside the floor is never made under ``defer``/``spill``:
-  the floor stays verbatim). Clips are not events of the spec's log; what the log shows is the
-  spill that made them recoverable, and every compaction's decision counts clipped messages as
-  unseen.
+  the floor stays verbatim). A refused clip is a ``refusal`` line of the log, like a refused
+  compaction (:meth:`GuardedDeepAgentsSummarizationMiddleware._guard_clips`); a clip that goes
+  ahead is no event of its own: what the log shows is the spill that made it recoverable, and
+  every compaction's decision counts clipped messages as unseen.
 - **The offload** (``_offload_to_backend``) appends the candidates (the earlier summary filtered
   out) to ``/conversation_history/<session>.md`` before summarizing; a failed write warns and
   summarization proceeds. The guard counts it as a spill only when it succeeded **and** the file
@@ -57,7 +60,9 @@ event holds a summary the guard did not make is adopted (``on_unknown_history``)
 Not guarded (documented, not modelled): ``_clip_overflow_tail`` (only when the request is over
 the model profile's input budget or the provider raised a context overflow: large trailing tool
 results are moved to ``/large_tool_results/`` in the backend) and ``SummarizationToolMiddleware``'s
-``compact_conversation`` tool, which runs its own compaction outside ``wrap_model_call``.
+``compact_conversation`` tool, which runs its own compaction outside ``wrap_model_call``: the next
+model call meets a summary the guard did not make and raises ``AdapterError`` (do not register
+the tool on a guarded agent).
 
 Validated with the versions in :data:`SUPPORTED` (the deepagents preset's ``validated_on``).
 """

@@ -82,7 +82,7 @@ def _alone(path: str, profile: str = "strict") -> Record:
     if code == 2:
         assert out == text == "" and err.count("\n") == 1
         return {"source": path, "events": -1, "compactions": -1, "refusals": -1, "logged_refusals": -1,
-                "holes": [], "unverified": [], "error": err.rstrip("\n")}
+                "holes": [], "unverified": [], "error": err.rstrip("\n"), "warning": None}
     report = json.loads(out)
     prefix = f"{path}:"
     sentences = [ln[len(prefix):] for ln in text.splitlines() if ": refuse " in ln]
@@ -99,7 +99,7 @@ def _alone(path: str, profile: str = "strict") -> Record:
     assert len(sentences) == len(holes)
     return {"source": path, "events": -1, "compactions": len(report["compactions"]),
             "refusals": report["violations"], "logged_refusals": report["refusals"], "holes": holes,
-            "unverified": report.get("unverified", []), "error": None}
+            "unverified": report.get("unverified", []), "error": None, "warning": None}
 
 
 def _comparable(r: Record) -> Record:
@@ -157,10 +157,10 @@ def test_example_traces_and_the_record_shape() -> None:
         "source": "seed-incident.jsonl", "events": 5, "compactions": 1, "refusals": 1, "logged_refusals": 0,
         "holes": [{"line": 5, "clause": "no_hole", "ranges": [[0, 8]], "truncated_at": [3],
                    "why": "offsets [0, 8) were truncated at line 3 and never summarized or spilled"}],
-        "unverified": [], "error": None,
+        "unverified": [], "error": None, "warning": None,
     }
     assert list(rec) == ["source", "events", "compactions", "refusals", "logged_refusals", "holes", "unverified",
-                         "error"]
+                         "error", "warning"]
 
 
 def test_local_pool_equals_one_process_whatever_the_batch_size(items: list[Item], serial: list[Record]) -> None:

@@ -185,3 +185,74 @@ def test_spill_record_reader(raw: bytes) -> None:
         assert str(exc)
         return
     assert record.handle.startswith("sha256:")
+
+
+# -- the writers, fed hostile strings (issue 30): text, HTML and SARIF never pass input through ----
+
+UNSAFE = frozenset([*map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u061c", "\u200e", "\u200f",
+                    "\u2028", "\u2029", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))])
+HOSTILE_CHARS = st.one_of(st.sampled_from(sorted(UNSAFE) + ["<", ">", "&", '"', "'", "\\", "\ud800", "\udfff",
+                                                            "\x1b[2J", "\x1b]8;;http://x\x07", "</title>",
+                                                            "<script>", "x" * 300]),
+                          st.characters())
+HOSTILE = st.lists(HOSTILE_CHARS, min_size=1, max_size=12).map("".join)
+
+
+def _shown_safely(text: str, keep: str) -> None:
+    bad = [c for c in text if (c in UNSAFE and c not in keep) or 0xD800 <= ord(c) <= 0xDFFF]
+    assert not bad, bad[:5]
+
+
+@FUZZ
+@given(HOSTILE, HOSTILE, HOSTILE)
+def test_text_and_html_audit_of_hostile_strings(unit: str, summary: str, override: str) -> None:
+    from tailguard.audit.html import session_report
+    from tests.cli_helpers import run_cli
+
+    header = {"event": "session", "unit": unit, "recovery_floor_span": 12, "floor_unit": "turns",
+              "truncator_unit": "turns"}
+    lines = [json.dumps(header), '{"event": "append", "count": 40}', '{"event": "truncate", "range": [0, 8]}',
+             '{"event": "append", "count": 8}',
+             json.dumps({"event": "compact", "summary_input": [8, 48], "summary_covers": [8, 36], "tail_start": 36,
+                         "summary": summary, "override": override}),
+             json.dumps({"event": "adopt", "count": 0, "reason": override, "summary": summary})]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.jsonl")
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write("\n".join(lines[:5]) + "\n")
+        code, out, err = run_cli("audit", path)
+        assert code in (1, 2), (out, err)
+        _shown_safely(out, "\n")
+        _shown_safely(err, "\n")
+        try:
+            with open(path, "rb") as f:
+                page = session_report(f, "t.jsonl")
+        except EventLogError:
+            return
+        _shown_safely(page, "\n")
+        page.encode("utf-8")  # no lone surrogate: the page can always be written
+        assert "<script" not in page and "<scr" not in page.replace("<screen", "")
+
+
+@FUZZ
+@given(HOSTILE)
+def test_check_config_text_json_and_sarif_of_a_hostile_name(name: str) -> None:
+    from tailguard.pipeline.report import render_json, render_sarif, render_text
+    from tailguard.pipeline.solver import Budget, decide
+
+    text = POLICY_SEED.decode().replace('name = "fuzz"', f"name = {json.dumps(name)}")
+    try:
+        policy = parse_policy(text, "p " + name[:8].replace("/", "_").replace("\x00", "_") + ".toml")
+    except PolicyError:
+        return
+    from tailguard.pipeline.report import Report
+
+    entries: list[Any] = [Report(policy, decide(policy, Budget.of(5, depth=20)))]
+    _shown_safely(render_text(entries), "\n")
+    json.loads(render_json(entries))
+    sarif = json.loads(render_sarif(entries))
+    for run in sarif["runs"]:
+        for result in run["results"]:
+            for loc in result["locations"]:
+                uri = loc["physicalLocation"]["artifactLocation"]["uri"]
+                assert uri.isascii() and " " not in uri

@@ -257,7 +257,7 @@ def test_a_log_that_is_not_utf8_is_read_as_bytes(tmp_path: Path) -> None:
 def test_a_torn_last_line_warns_or_with_strict_tail_fails(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(HEADER.encode() + b'\n{"event": "append", "count": 3}\n{"event": "app')
-    why = "not valid JSON: Unterminated string starting at, column 11"
+    why = "not valid JSON: Unterminated string starting at column 11"
     code, out, err = _audit(str(path))
     assert (code, out) == (0, f"{path}: 0 compactions judged, all allowed (profile strict)\n")
     assert err == (f"{path}:3: warning: torn last line ignored (no line end; {why}); judged lines 1 to 2 "

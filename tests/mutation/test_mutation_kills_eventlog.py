@@ -216,7 +216,7 @@ def test_a_torn_last_line_is_passed_to_on_torn_and_ends_the_log() -> None:
     lines = [LOG_HEADER, b'{"event": "append"}\n', b'{"event": "app']
     assert list(iter_events(lines, "t.jsonl", on_torn=lambda n, why: torn.append((n, why)))) == [
         Session(1, "turns", 2, "turns", "turns"), Append(2, 1)]
-    assert torn == [(3, "not valid JSON: Unterminated string starting at, column 11")]
+    assert torn == [(3, "not valid JSON: Unterminated string starting at column 11")]
     torn.clear()
     cut = [LOG_HEADER, b'{"event": "append"}\n', b'{"event": "\xe2\x82']
     assert len(list(iter_events(cut, "t.jsonl", on_torn=lambda n, why: torn.append((n, why))))) == 2

@@ -168,7 +168,8 @@ class SpecSyntaxError(TailguardError, ValueError):
 
     def __init__(self, msg: str, source: str, pos: int) -> None:
         self.msg, self.source, self.pos = msg, source, pos
-        super().__init__(f"{msg} at column {pos + 1}: {source!r}")
+        at = " column" if msg.endswith(" at") else " at column"
+        super().__init__(f"{msg}{at} {pos + 1}: {source!r}")
 
 
 class SpecTypeError(TailguardError, ValueError):

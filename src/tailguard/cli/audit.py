@@ -25,6 +25,7 @@ from typing import BinaryIO, Protocol, TextIO
 
 from tailguard.audit.replay import Verdict, replay
 from tailguard.audit.report import TextReport
+from tailguard.base.safeio import open_regular, printable
 from tailguard.cli import audit_fleet
 from tailguard.cli.profile_option import add_profile_option, profile_problem
 from tailguard.runtime.case import display_name
@@ -92,7 +93,7 @@ def _audit(
     header = next(results)
     assert isinstance(header, Session)
     if report is not None:
-        report.unit = header.unit
+        report.unit = printable(header.unit)  # a unit from the log cannot drive the terminal
     compactions = violations = refusals = 0
     adopted: list[Adopt] = []
     if fmt == "json" and not summary:
@@ -160,7 +161,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         try:
             stream: BinaryIO = (
                 sys.stdin.buffer if args.trace == "-"
-                else stack.enter_context(open(args.trace, "rb"))
+                else stack.enter_context(open_regular(args.trace))  # a FIFO: an error, not a hang
             )
         except OSError as exc:
             print(f"{PROG}: cannot read {where}: {exc.strerror or exc}", file=stderr)

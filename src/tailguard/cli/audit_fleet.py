@@ -124,6 +124,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except SourceError as exc:
         return usage(str(exc))
 
+    if getattr(args, "strict_tail", False):
+        items = [it._replace(strict_tail=True) for it in items]
     workers = args.workers or engines.default_workers()
     per_task: int | None = args.files_per_task
     progress = _Progress(stderr) if stderr.isatty() else None

@@ -61,6 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """Check every policy; print the report; return the exit code."""
+    from tailguard.base.safeio import printable
     from tailguard.pipeline.policy import Policy, PolicyError, load_policy
     from tailguard.pipeline.report import EXIT_CODES, BadFile, Report, overall
 
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         try:
             loaded.append(load_policy(path))
         except PolicyError as exc:
-            print(f"tailguard check-config: {exc}", file=stderr)
+            print(f"tailguard check-config: {printable(str(exc))}", file=stderr)
             loaded.append(BadFile(exc.file, exc.line, exc.key, exc.reason, str(exc)))
     from tailguard.pipeline.report import render_json, render_sarif, render_text
     from tailguard.pipeline.solver import Budget, decide

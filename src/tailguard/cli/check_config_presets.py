@@ -13,6 +13,8 @@ import json
 import tomllib
 from typing import Any, TextIO
 
+from tailguard.base.safeio import open_regular, printable
+
 
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
@@ -56,7 +58,7 @@ def _explain_one(path: str) -> dict[str, Any]:
     from tailguard.pipeline.presets import describe, translate
 
     policy = load_policy(path)  # every error of the whole policy first, as check-config reports it
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         text = f.read().decode("utf-8")
     data = tomllib.loads(text)
     if "framework" not in data:
@@ -67,9 +69,9 @@ def _explain_one(path: str) -> dict[str, Any]:
 
 def _render_text(entry: dict[str, Any]) -> str:
     if entry["framework"] is None:
-        return f"{entry['file']}: no [framework] table: its own stages are checked as written\n"
+        return f"{printable(entry['file'])}: no [framework] table: its own stages are checked as written\n"
     defaulted = set(entry["defaulted"])
-    out = [f"{entry['file']}: {entry['framework']} (validated on {', '.join(entry['validated_on'])})",
+    out = [f"{printable(entry['file'])}: {entry['framework']} (validated on {', '.join(entry['validated_on'])})",
            "  knobs:"]
     out += [f"    {k} = {_toml_value(v)}{'  # default' if k in defaulted else ''}"
             for k, v in entry["knobs"].items()]

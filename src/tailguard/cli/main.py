@@ -14,6 +14,8 @@ import os
 import sys
 from typing import Any, Protocol, TextIO
 
+from tailguard.base.safeio import printable
+
 #: set (to anything) to see the traceback of an internal error instead of the one-line report
 DEBUG_ENV = "TAILGUARD_TRACEBACK"
 REPORT_HINT = "this is a bug in tailguard: please report it with the command and its input"
@@ -90,13 +92,25 @@ class _PipeSafe(io.TextIOBase):
     because the reader stopped early. ``buffer`` is guarded the same way.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, keep: str = "\n") -> None:
         self._stream = stream
+        self._keep = keep  # the controls a report writes itself (line ends; "\r" of a progress line)
         self.broken = False
         raw = getattr(stream, "buffer", None)
         self._buffer = None if raw is None else _PipeSafeBinary(raw, self)
 
     def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                # the last line of defence against input that would drive the terminal: every
+                # other control character, bidi override or lone surrogate is shown escaped
+                self._stream.write(printable(text, self._keep))
+            except BrokenPipeError:
+                self._break()
+        return len(text)
+
+    def write_raw(self, text: str) -> int:
+        """Write data the user asked for as it is (``spill get`` to a text-only stream), unescaped."""
         if not self.broken:
             try:
                 self._stream.write(text)
@@ -112,6 +126,7 @@ class _PipeSafe(io.TextIOBase):
                 self._break()
 
     def _break(self) -> None:
+
         self.broken = True
         if self._stream is sys.stdout or self._stream is sys.__stdout__:
             # Python flushes stdout again at exit: point it at /dev/null so that flush is silent
@@ -177,7 +192,8 @@ def main(
     """
     safe = _PipeSafe(stdout if stdout is not None else sys.stdout)
     out: TextIO = safe  # type: ignore[assignment]
-    err = stderr if stderr is not None else sys.stderr
+    err: TextIO = _PipeSafe(stderr if stderr is not None else sys.stderr,  # type: ignore[assignment]
+                            keep="\n\r")
     try:
         code = _main(argv, out, err)
         safe.flush()

@@ -11,6 +11,7 @@ import json
 import sys
 from typing import BinaryIO, TextIO
 
+from tailguard.base.safeio import open_regular
 from tailguard.base.vocab import Pair
 from tailguard.spill import (
     UNITS,
@@ -97,7 +98,7 @@ def _put(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         if args.file == "-":
             data = sys.stdin.buffer.read()
         else:
-            with open(args.file, "rb") as handle:
+            with open_regular(args.file) as handle:
                 data = handle.read()
     except OSError as exc:
         print(f"{PROG} put: cannot read {args.file}: {exc.strerror or exc}", file=stderr)
@@ -123,7 +124,7 @@ def _get(store: FileSpillStore, handle: str, stdout: TextIO, stderr: TextIO) -> 
         return 1
     binary: BinaryIO | None = getattr(stdout, "buffer", None)
     if binary is None:  # a text-only stream (tests): bytes that are not UTF-8 survive as escapes
-        stdout.write(data.decode("utf-8", errors="surrogateescape"))
+        getattr(stdout, "write_raw", stdout.write)(data.decode("utf-8", errors="surrogateescape"))
     else:
         stdout.flush()
         binary.write(data)

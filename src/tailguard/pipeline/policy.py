@@ -16,6 +16,7 @@ from typing import Any, Literal
 from tailguard.base.args import is_int
 from tailguard.base.errors import PolicyError as PolicyError
 from tailguard.base.jsonstrict import MAX_DEPTH, MAX_INT_DIGITS, MAX_POLICY_BYTES
+from tailguard.base.safeio import open_regular
 from tailguard.base.vocab import UNITS, Unit
 from tailguard.pipeline.presets import expand
 
@@ -125,7 +126,7 @@ _COMPACT = {
     "summary", "clip", "input_limit_unit",
 }
 _SPILL = {"kind", "on_failure"}
-_KEY_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]*\")\s*=")
+_KEY_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*')\s*=")
 
 
 def _locate(text: str) -> dict[str, int]:
@@ -145,8 +146,18 @@ def _locate(text: str) -> dict[str, int]:
             continue
         match = _KEY_RE.match(raw)
         if match:
-            lines.setdefault(prefix + match.group(1).strip('"'), number)
+            lines.setdefault(prefix + _bare_key(match.group(1)), number)
     return lines
+
+
+def _bare_key(token: str) -> str:
+    """A TOML key as parsed: a quoted key ("a b", 'c', "\\u0041") without its quotes and escapes."""
+    if token[:1] not in ("'", '"'):
+        return token
+    try:
+        return next(iter(tomllib.loads(f"{token} = 0")))
+    except (tomllib.TOMLDecodeError, StopIteration):
+        return token.strip(token[0])
 
 
 class _Reader:
@@ -155,8 +166,9 @@ class _Reader:
     def __init__(self, file: str, lines: dict[str, int], window: int = 0) -> None:
         self.file, self.lines, self.window = file, lines, window
 
-    def fail(self, key: str, reason: str) -> PolicyError:
-        probe = key
+    def fail(self, key: str, reason: str, at: str | None = None) -> PolicyError:
+        """The error for ``key`` (as shown), at the line of ``at`` (the key as parsed; default ``key``)."""
+        probe = key if at is None else at
         while probe and probe not in self.lines:
             probe = probe.rpartition(".")[0]
         return PolicyError(self.file, self.lines.get(probe, 1), key, reason)
@@ -208,7 +220,8 @@ class _Reader:
         for key in table:
             if key not in allowed:
                 shown = key if re.fullmatch(r"[A-Za-z0-9_\-]+", key) else json.dumps(key)  # "" is a key too
-                raise self.fail(f"{path}{shown}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+                raise self.fail(f"{path}{shown}", f"unknown key (allowed: {', '.join(sorted(allowed))})",
+                                at=f"{path}{key}")
 
 
 def _stage(r: _Reader, raw: Any, index: int) -> Stage:
@@ -354,7 +367,7 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
 def load_policy(path: str) -> Policy:
     """Read and parse a policy file; unreadable files are a :class:`PolicyError` too."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a FIFO or device: an error naming it, never a hang
             raw = f.read(MAX_POLICY_BYTES + 1)
     except OSError as exc:
         raise PolicyError(path, 0, "file", exc.strerror or str(exc)) from None

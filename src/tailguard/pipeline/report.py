@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tailguard.base.safeio import printable
 from tailguard.pipeline.model import FLOOR_INPUT, SUMMARY_DROPPED, Finding
 from tailguard.pipeline.policy import Compact, Policy, Spill, Truncate
 from tailguard.pipeline.solver import Decision
@@ -222,6 +224,7 @@ def render_text(reports: list[Entry]) -> str:
         if isinstance(r, BadFile):
             continue
         d, p = r.decision, r.policy
+        p = replace(p, name=printable(p.name), file=printable(p.file))  # shown, not obeyed
         if d.verdict == "safe":
             lines.append(f"{p.file}: safe: {p.name}: no session of any length loses a turn "
                          f"(profile {d.profile}; {d.method}, {d.seconds:.2f}s)")
@@ -316,11 +319,17 @@ def render_json(reports: list[Entry]) -> str:
 def sarif_uri(file: str) -> dict[str, str]:
     """A normalized artifact location: relative to the working directory (``uriBaseId``
     ``%SRCROOT%``, forward slashes) when the file is under it, else an absolute file URI."""
+    from urllib.parse import quote
+
     path = Path(file).resolve()
     try:
-        return {"uri": path.relative_to(Path.cwd().resolve()).as_posix(), "uriBaseId": "%SRCROOT%"}
+        rel = path.relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
-        return {"uri": path.as_uri()}
+        return {"uri": path.as_uri()}  # percent-encodes the file name's bytes
+    # RFC 3986: every byte of the name but the unreserved ones and "/" percent-encoded, a
+    # non-UTF-8 name's own bytes included (never a lone surrogate in the JSON)
+    return {"uri": quote(os.fsencode(rel), safe="/"), "uriBaseId": "%SRCROOT%"}
+
 
 
 def _code_flow(r: Report, f: Finding) -> list[dict[str, Any]]:

@@ -14,16 +14,22 @@ from typing import Any
 from tailguard._generated.checker import CaseError, read_case
 from tailguard.base import jsonstrict
 from tailguard.base.errors import InputError as InputError
+from tailguard.base.safeio import open_regular, printable
 
 
 def display_name(path: str) -> str:
-    """A file name as it can always be printed (undecodable bytes as ``\\xNN`` escapes)."""
+    """A file name as it can always be printed: undecodable bytes as ``\\xNN`` escapes, and
+    control characters and bidi overrides escaped (:func:`tailguard.base.safeio.printable`)."""
     try:
-        return path.encode("utf-8").decode("utf-8")
+        text = path.encode("utf-8").decode("utf-8")
     except UnicodeEncodeError:  # surrogate escapes of a non-UTF-8 name
         import os
 
-        return os.fsencode(path).decode("utf-8", "backslashreplace")
+        try:
+            text = os.fsencode(path).decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
+            text = path
+    return printable(text)
 
 
 def parse_json_text(text: str, source: str) -> Any:
@@ -43,7 +49,7 @@ def load_case_file(path: str) -> dict[str, Any]:
             binary = getattr(sys.stdin, "buffer", None)
             raw = binary.read(limit + 1) if binary is not None else sys.stdin.read(limit + 1).encode()
         else:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:  # a FIFO or device: an error naming it, never a hang
                 raw = f.read(limit + 1)
     except FileNotFoundError:
         raise InputError(source, "no such file") from None

@@ -305,11 +305,16 @@ def torn_reason(raw: bytes | str) -> str | None:
 
     The rule :meth:`tailguard.runtime.ledger.Ledger.from_log` and ``tailguard audit`` share: a line
     that ends with ``\\n`` or ``\\r`` is complete, and so is one that decodes (a valid last line
-    without its line end); a repeated key or an over-limit value is not a tear but an error.
+    without its line end); a repeated key, an over-limit value or line, and NUL bytes (zeros a
+    crash or a preallocating file system leaves, never a writer's cut line) are not a tear but an error.
     """
     ends = (b"\n", b"\r") if isinstance(raw, bytes) else ("\n", "\r")
     if raw.endswith(ends):  # type: ignore[arg-type]
         return None
+    if len(raw) > jsonstrict.MAX_LINE_BYTES:  # over the limit is an error wherever it is (audit, from_log)
+        return None
+    if (b"\x00" if isinstance(raw, bytes) else "\x00") in raw:  # type: ignore[operator]
+        return None  # zeros are never a writer's cut line: damage, an error (issue 30)
     try:
         text = raw.decode() if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
@@ -319,7 +324,8 @@ def torn_reason(raw: bytes | str) -> str | None:
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
-        return f"not valid JSON: {exc.msg}, column {exc.colno}"
+        sep = " " if exc.msg.endswith(" at") else ", "  # "starting at column 11", not "at, column"
+        return f"not valid JSON: {exc.msg}{sep}column {exc.colno}"
     except (ValueError, RecursionError):
         return None
     return None
@@ -413,8 +419,16 @@ def _json_reason(exc: ValueError) -> str:
             exc = bare
         except ValueError:
             pass
-        return f"{exc.msg} at column {exc.pos + 1}"
+        if "\x00" in exc.doc:  # a preallocated or crash-damaged file: say so, not "Expecting value"
+            return (f"NUL bytes from column {exc.doc.index(chr(0)) + 1}: zeros, not JSON; a crash or a "
+                    "preallocating file system leaves them where lines were never written")
+        return f"{exc.msg}{at_column(exc.msg, exc.pos)}"
     return str(exc)
+
+
+def at_column(msg: str, pos: int) -> str:
+    """`` at column N`` after a decoder's message (`` column N`` after one ending in "at")."""
+    return f" column {pos + 1}" if msg.endswith(" at") else f" at column {pos + 1}"
 
 
 _SCAN: Callable[[str, int], tuple[Any, int]] = jsonstrict.scanner()

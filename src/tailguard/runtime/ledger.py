@@ -25,7 +25,6 @@ Standard library only: this module is on the runtime path.
 
 from __future__ import annotations
 
-import io
 import os
 import threading
 import warnings
@@ -36,6 +35,7 @@ from typing import Any, TextIO
 
 from tailguard._generated.checker import SPEC_VERSION, Decision
 from tailguard.base.args import check_ids, check_int, check_pair, count_problem
+from tailguard.base.safeio import open_regular
 from tailguard.base.vocab import Pair
 from tailguard.runtime import snapshot as _snapshot, telemetry as _telemetry
 from tailguard.runtime.dispatch import apply_events
@@ -438,7 +438,9 @@ summarized or spilled
         path: Path | None = None
         if isinstance(source, (str, os.PathLike)):
             path = Path(source)
-            data = path.read_bytes()
+            with open_regular(path) as f:  # a FIFO or device is an error, never a hang
+                ident = os.fstat(f.fileno())
+                data = f.read()
             lines: list[bytes] = data.splitlines(keepends=True)
             where = str(path)
         else:
@@ -460,17 +462,10 @@ summarized or spilled
             warnings.warn(f"{where}:{torn[0]}: {torn[1]}", TornLineWarning, stacklevel=2)
         if path is not None and (append is None or append):
             kept = sum(len(x) for x in lines[:keep])
-            with open(path, "r+b") as f:
-                f.truncate(kept)
-                if keep and not lines[keep - 1].endswith((b"\n", b"\r")):
-                    f.seek(0, io.SEEK_END)
-                    f.write(b"\n")
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # not inherited by children (PEP 446)
-            try:
-                led._sink = LogSink(fd=fd, owned=True, flush=flush, durable=durable)
-            except BaseException:
-                os.close(fd)
-                raise
+            newline = bool(keep) and not lines[keep - 1].endswith((b"\n", b"\r"))
+            # under the log's lock, and only if no other writer continued it since it was read
+            led._sink = LogSink.resuming(path, len(data), (ident.st_dev, ident.st_ino), kept, newline,
+                                         flush=flush, durable=durable)
             led._writer = _writer(led._sink)
             weakref.finalize(led, led._sink.close)  # its descriptor: held lines out, then closed
         elif log is not None:

@@ -117,8 +117,18 @@ class LogSink:
                 self._end = os.lseek(self._fd, 0, os.SEEK_END)
                 name = path if path is not None else getattr(stream, "name", None)
                 if isinstance(name, (str, os.PathLike)) and not isinstance(name, int):
-                    self._path = os.fspath(name)
-                    self._ident = (st.st_dev, st.st_ino)
+                    where = os.path.abspath(os.fspath(name))  # a later chdir changes nothing
+                    try:
+                        named = os.stat(where)
+                    except OSError:
+                        named = None
+                    if path is not None or (named is not None and (named.st_dev, named.st_ino) ==
+                                            (st.st_dev, st.st_ino)):  # "<stdout>" names no file
+                        self._path = where
+                        self._ident = (st.st_dev, st.st_ino)
+                        if named is None or (named.st_dev, named.st_ino) != self._ident:
+                            self.failure = (f"the log {where} was replaced or removed before this "
+                                            "ledger's first line")
 
     @property
     def durable(self) -> bool:
@@ -218,18 +228,20 @@ class LogSink:
         return None
 
     def _write_all(self, fd: int, data: bytes, sync: bool, start: int) -> None:
+        done = 0
         try:
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
                 if written <= 0:  # pragma: no cover - POSIX write never returns 0 here
                     raise OSError("write accepted no bytes")
+                done += written
                 view = view[written:]
             if sync:
                 os.fsync(fd)
         except BaseException as exc:
             self.failure = f"{type(exc).__name__}: {exc}"
-            self._take_back(fd, start)
+            self._take_back(fd, start, done)
             raise
 
     def position(self) -> dict[str, Any]:
@@ -281,15 +293,60 @@ class LogSink:
             os.close(fd)
             raise
 
-    def _take_back(self, fd: int, start: int) -> None:
-        """Cut a regular file back to ``start``: no part of a failed line stays in the log."""
+    @classmethod
+    def resuming(
+        cls, path: str | os.PathLike[str], read: int, ident: tuple[int, int], kept: int, newline: bool,
+        *, flush: bool = True, durable: bool = False,
+    ) -> LogSink:
+        """The sink :meth:`Ledger.from_log` continues ``path`` with, after reading its first
+        ``read`` bytes from the file ``ident`` (device, inode): under the lock, the file must
+        still be that file and end there (else :class:`LogFailedError`: another writer is
+        continuing the log, or it was replaced, and nothing is cut or written); only then is
+        a torn last line cut off (back to ``kept``) and a last line with no line end ended."""
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # not inherited by children (PEP 446)
+        try:
+            locked = _lock(fd)
+            try:
+                st = os.fstat(fd)
+                where = os.fspath(path)
+                if (st.st_dev, st.st_ino) != ident:
+                    raise LogFailedError(f"log: {where} was replaced while it was read; this ledger "
+                                         "does not continue it")
+                if st.st_size != read:
+                    raise LogFailedError(
+                        f"log: {where} ends at byte {st.st_size:,}, not at byte {read:,} where it was "
+                        "read: another writer is continuing it; this ledger does not write to it "
+                        "(and cuts nothing)")
+                if kept < read:
+                    os.ftruncate(fd, kept)
+                if newline:
+                    os.write(fd, b"\n")
+            finally:
+                if locked:
+                    _unlock(fd)
+            return cls(fd=fd, owned=True, flush=flush, durable=durable, path=path)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _take_back(self, fd: int, start: int, ours: int) -> None:
+        """Cut a regular file back to ``start``, removing the ``ours`` bytes of the failed line
+        and nothing else: if the file does not end exactly where our bytes end (a writer that
+        does not take the lock appended after them), nothing is cut, and the failure says so
+        (the audit then reports the torn line; another writer's lines are never removed)."""
         if start < 0:
             return
         try:
             end = os.fstat(fd).st_size
-            if end > start:
-                os.ftruncate(fd, start)
-            os.lseek(fd, start, os.SEEK_SET)
+            if end == start + ours:
+                if ours:
+                    os.ftruncate(fd, start)
+                os.lseek(fd, start, os.SEEK_SET)
+            elif end > start:
+                self.failure = (f"{self.failure}; and the {ours:,} bytes of the failed line were left "
+                                f"in the log: it ends at byte {end:,}, not where they end (byte "
+                                f"{start + ours:,}), so another writer appended after them and "
+                                "cutting them would remove its lines")
         except OSError as exc:
             # nothing else to try: from_log and the audit report the torn last line
             self.failure = f"{self.failure}; and the partial line could not be removed: {exc}"

@@ -123,12 +123,16 @@ class _Ctx:
             node = parse(source)
             typ = infer(node, env)
         except SpecSyntaxError as exc:
-            raise self.fail(where, source, f"{exc.msg} at column {exc.pos + 1} of {source!r}") from None
+            raise self.fail(where, source, f"{exc.msg}{_at(exc.msg)} {exc.pos + 1} of {source!r}") from None
         except SpecTypeError as exc:
-            raise self.fail(where, source, f"{exc.msg} at column {exc.pos + 1} of {source!r}") from None
+            raise self.fail(where, source, f"{exc.msg}{_at(exc.msg)} {exc.pos + 1} of {source!r}") from None
         if typ not in want:
             raise self.fail(where, source, f"expected {' or '.join(sorted(want))}, got {typ}")
         return node, typ
+
+
+def _at(msg: str) -> str:
+    return " column" if msg.endswith(" at") else " at column"
 
 
 def load_spec(path: str | Path) -> Spec:

@@ -52,6 +52,7 @@ _SUBDIRS = ("objects", "records", "tmp")
 _RECORD_NAME = re.compile(r"([0-9a-f]{64})\.json")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 _HEX62 = re.compile(r"[0-9a-f]{62}")
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z", re.ASCII)
 _RECORD_KEYS = frozenset({"format", "handle", "size", "session", "range", "unit", "time"})
 
 
@@ -85,7 +86,7 @@ def decode_record(raw: bytes) -> SpillRecord:
         raise ValueError(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or set(doc) != _RECORD_KEYS:
         raise ValueError("not a record object with the expected fields")
-    if doc["format"] != VERSION:
+    if type(doc["format"]) is not int or doc["format"] != VERSION:  # true == 1 in Python, not here
         raise ValueError(f"unknown record format {doc['format']!r}")
     handle, size, session, rng, unit, when = (
         doc["handle"],
@@ -102,8 +103,12 @@ def decode_record(raw: bytes) -> SpillRecord:
         raise ValueError(f"bad session {session!r}")
     if unit is not None and unit not in UNITS:
         raise ValueError(f"bad unit {unit!r}")
-    if not isinstance(when, str):
-        raise ValueError(f"bad time {when!r}")
+    if not isinstance(when, str) or _TIME.fullmatch(when) is None:
+        raise ValueError(f"bad time {when!r} (expected UTC ISO 8601 as written: 2026-11-30T23:00:00.000000Z)")
+    try:
+        datetime.strptime(when, "%Y-%m-%dT%H:%M:%S.%fZ")
+    except ValueError:
+        raise ValueError(f"bad time {when!r} (not a date and time)") from None
     pair: Pair | None = None
     if rng is not None:
         if (
@@ -137,6 +142,9 @@ class FileSpillStore:
             self._initialize()
         elif os.path.isdir(self.path):
             raise StoreNotFoundError(f"{self.path} is not a spill store (no {MARKER})")
+        elif os.path.lexists(self.path):
+            raise StoreNotFoundError(f"{self.path} is not a directory, so not a spill store (a store is a "
+                                     "directory)")
         else:
             raise StoreNotFoundError(f"spill store {self.path} does not exist")
 
@@ -172,7 +180,9 @@ class FileSpillStore:
             # not pay an extra directory fsync the first time it meets a new prefix.
             for i in range(256):
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(os.path.join(self._objects, f"{i:02x}"))
+                    fan = os.path.join(self._objects, f"{i:02x}")
+                    os.mkdir(fan, _fsutil.DIR_MODE)
+                    os.chmod(fan, _fsutil.DIR_MODE)
             _fsutil.fsync_dir(self._objects)
             _fsutil.atomic_write(os.path.join(self.path, MARKER), _MARKER_BYTES, self._tmp)
         except OSError as exc:

@@ -30,6 +30,10 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
+#: spill files hold transcripts: only their owner reads them (issue 30), whatever the umask
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
 
 def fsync_fd(fd: int) -> None:
     """Flush a file's data and metadata to stable storage (``F_FULLFSYNC`` on macOS)."""
@@ -78,10 +82,12 @@ def make_dirs_durable(path: str) -> None:
         probe = parent
     for directory in reversed(missing):
         try:
-            os.mkdir(directory)
+            os.mkdir(directory, DIR_MODE)
         except FileExistsError:
             if not os.path.isdir(directory):
                 raise
+        else:
+            os.chmod(directory, DIR_MODE)  # exactly 0700, whatever the umask
         fsync_dir(os.path.dirname(directory))
 
 
@@ -104,10 +110,11 @@ def atomic_write(
     name = f"{os.path.basename(final_path)[:24]}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
     tmp_path = os.path.join(tmp_dir, name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_NOFOLLOW | _O_CLOEXEC
-    fd = os.open(tmp_path, flags, 0o644)
+    fd = os.open(tmp_path, flags, FILE_MODE)
     published = False
     try:
         try:
+            os.fchmod(fd, FILE_MODE)  # exactly 0600, whatever the umask: spills are transcripts
             write_all(fd, data)
             fsync_fd(fd)
         finally:
@@ -209,12 +216,17 @@ def read_regular_file_at(dir_fd: int, name: str, where: str = "") -> bytes:
 def make_dir_at(dir_fd: int, name: str, where: str = "") -> int:
     """Open subdirectory ``name`` of ``dir_fd``, creating it (durably) if missing; no link followed."""
     try:
-        os.mkdir(name, 0o755, dir_fd=dir_fd)
+        os.mkdir(name, DIR_MODE, dir_fd=dir_fd)
     except FileExistsError:
-        pass
-    else:
-        fsync_fd(dir_fd)
-    return open_dir(name, dir_fd, where)
+        return open_dir(name, dir_fd, where)
+    fsync_fd(dir_fd)
+    fd = open_dir(name, dir_fd, where)
+    try:
+        os.fchmod(fd, DIR_MODE)  # exactly 0700, whatever the umask
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def atomic_write_at(
@@ -232,10 +244,11 @@ def atomic_write_at(
     """
     tmp_name = f"{name[:24]}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_NOFOLLOW | _O_CLOEXEC
-    fd = os.open(tmp_name, flags, 0o644, dir_fd=tmp_fd)
+    fd = os.open(tmp_name, flags, FILE_MODE, dir_fd=tmp_fd)
     published = False
     try:
         try:
+            os.fchmod(fd, FILE_MODE)  # exactly 0600, whatever the umask: spills are transcripts
             write_all(fd, data)
             fsync_fd(fd)
         finally:

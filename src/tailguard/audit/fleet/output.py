@@ -86,7 +86,7 @@ def _parquet(f: IO[bytes], path: str, records: Sequence[Record]) -> None:
     schema = pa.schema([("source", pa.string()), ("events", pa.int64()), ("compactions", pa.int64()),
                         ("refusals", pa.int64()), ("logged_refusals", pa.int64()),
                         ("holes", pa.list_(hole)), ("unverified", pa.list_(pa.list_(pa.int64()))),
-                        ("error", pa.string())])
+                        ("error", pa.string()), ("warning", pa.string())])
     rows: list[Any] = list(records)
     try:
         table = pa.Table.from_pylist(rows, schema=schema)

@@ -17,7 +17,10 @@ A record is a plain JSON-ready dict (key order fixed, so JSONL output is byte-st
 - ``unverified`` (spec 1.2): the offset ranges ``[lo, hi)`` the guard adopted from before it
   came (``adopt`` lines): neither verified nor counted as lost, their own category;
 - ``error``: null, or why the log is unusable, as ``FILE:LINE: field: reason`` (exactly the
-  single-file audit's message; line 0 when the file as a whole could not be read).
+  single-file audit's message; line 0 when the file as a whole could not be read);
+- ``warning``: null, or the single-file audit's warning about a torn last line (a writer killed
+  mid-line): as there, the lines before it are judged and the session is not unusable, unless
+  the audit runs with ``--strict-tail`` (then it is the ``error``).
 
 A clean session is decided in one fast pass; a session with a refusal is replayed a second
 time with the explanations on (tracking which line truncated what costs about half again).
@@ -54,6 +57,7 @@ class Record(TypedDict):
     holes: list[Hole]
     unverified: list[list[int]]
     error: str | None
+    warning: str | None
 
 
 def _counted(events: Iterator[Event], box: list[int]) -> Iterator[Event]:
@@ -65,7 +69,8 @@ def _counted(events: Iterator[Event], box: list[int]) -> Iterator[Event]:
         box[0] = n
 
 
-def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: bool) -> Record:
+def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: bool,
+                strict_tail: bool = False) -> Record:
     """Audit one session's lines (pure: the same lines give the same record).
 
     An unusable log gives ``error`` (``source:line: field: reason``) and the counts read
@@ -77,8 +82,17 @@ def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: b
     holes: list[Hole] = []
     unverified: list[list[int]] = []
     error: str | None = None
-    results = replay(_counted(iter_events(lines, source), box), profile=profile, explain=explain,
-                     source=source)
+    torn: list[str] = []
+
+    def on_torn(line: int, reason: str) -> None:  # the single-file audit's rule and words
+        if strict_tail:
+            raise EventLogError(source, line, "line", f"torn last line (no line end; {reason}); "
+                                "without --strict-tail the lines before it are judged")
+        torn.append(f"{source}:{line}: warning: torn last line ignored (no line end; {reason}); "
+                    f"judged lines 1 to {line - 1} (--strict-tail makes this an error)")
+
+    results = replay(_counted(iter_events(lines, source, on_torn=on_torn), box), profile=profile,
+                     explain=explain, source=source)
     try:
         next(results)  # the session header
         for v in results:
@@ -105,13 +119,14 @@ def audit_lines(source: str, lines: Iterable[bytes], profile: str, *, explain: b
     except EventLogError as exc:
         error = str(exc)
     return {"source": source, "events": box[0], "compactions": compactions, "refusals": refusals,
-            "logged_refusals": logged, "holes": holes, "unverified": unverified, "error": error}
+            "logged_refusals": logged, "holes": holes, "unverified": unverified, "error": error,
+            "warning": torn[0] if torn and error is None else None}
 
 
 def error_record(source: str, error: str) -> Record:
     """The record of a session that could not be read or audited at all."""
     return {"source": source, "events": 0, "compactions": 0, "refusals": 0, "logged_refusals": 0,
-            "holes": [], "unverified": [], "error": error}
+            "holes": [], "unverified": [], "error": error, "warning": None}
 
 
 def audit_source(item: Item, profile: str) -> Record:
@@ -120,11 +135,13 @@ def audit_source(item: Item, profile: str) -> Record:
     A session with a refusal is audited twice, the second time with the explanations on.
     """
     source = item.source
+    if item.error is not None:  # the expansion could not read it, or chose not to follow it
+        return error_record(source, item.error)
     explain = False
     while True:
         try:
             with open_lines(item.locator) as lines:
-                record = audit_lines(source, lines, profile, explain=explain)
+                record = audit_lines(source, lines, profile, explain=explain, strict_tail=item.strict_tail)
         except OSError as exc:
             return error_record(source, f"{source}:0: file: cannot read ({exc.strerror or exc})")
         except Exception as exc:  # a fleet never stops for one log (docs/fleet.md)

@@ -11,6 +11,12 @@ Every argument is one of:
   another directory (on a shared file system) find them;
 - a directory, local or URL: every ``*.jsonl`` and ``*.jsonl.gz`` file below it, recursively.
 
+Locally, directory mode and globs follow symbolic links the same way: a link to a directory is
+followed (``**`` included), a link that leads back to a directory above it (a loop) is not, and
+that loop, like every directory that cannot be read, is a session whose record is an error
+(exit 2), never skipped. A matched name that is not a regular file (a FIFO, a socket, a
+device) is such a session too: it is never opened for reading.
+
 A name ending ``.gz`` is decompressed (gzip). Sessions are sorted by source and each appears
 once however many arguments match it. A glob or directory that matches no log is a usage
 error (:class:`SourceError`); an explicit path that does not exist is a session whose record
@@ -20,13 +26,14 @@ says it cannot be read.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import gzip
 import os
 from collections.abc import Iterable, Iterator
-from glob import glob
 from typing import IO, Any, NamedTuple
 
 from tailguard.base.errors import SourceError as SourceError
+from tailguard.base.safeio import open_regular
 
 __all__ = ["LOG_SUFFIXES", "Item", "SourceError", "expand", "has_glob", "is_url", "open_lines"]
 
@@ -36,10 +43,14 @@ _CHUNK = 1 << 20
 
 
 class Item(NamedTuple):
-    """One session: ``source`` as reported, ``locator`` what a worker opens."""
+    """One session: ``source`` as reported, ``locator`` what a worker opens; ``error``, when
+    set, the record's error: a path the expansion could not read or chose not to follow
+    (an unreadable directory, a symbolic link loop), reported as an unusable session."""
 
     source: str
     locator: str
+    error: str | None = None
+    strict_tail: bool = False  # ``--strict-tail``: a torn last line is the session's error
 
 
 def is_url(arg: str) -> bool:
@@ -72,20 +83,129 @@ def _is_log(name: str) -> bool:
 
 
 def _expand_local(arg: str) -> list[Item]:
-    out: list[str] = []
+    out: list[Item] = []
     if os.path.isdir(arg):
-        for root, dirs, files in os.walk(arg):
-            dirs.sort()
-            out.extend(os.path.join(root, f) for f in files if _is_log(f))
+        _walk(arg, out, frozenset())
         if not out:
             raise SourceError(f"{arg}: directory holds no {' or '.join('*' + s for s in LOG_SUFFIXES)} file")
-    elif has_glob(arg) and not os.path.exists(arg):
-        out = [p for p in glob(arg, recursive=True) if os.path.isfile(p)]
+    elif has_glob(arg) and not os.path.lexists(arg):
+        _glob(arg, out)
         if not out:
             raise SourceError(f"{arg}: no file matches")
     else:
-        out = [arg]
-    return [Item(p, os.path.abspath(p)) for p in out]
+        out.append(_file(arg))
+    return out
+
+
+def _file(path: str) -> Item:
+    return Item(path, os.path.abspath(path))
+
+
+def _unusable(path: str, reason: str) -> Item:
+    return Item(path, os.path.abspath(path), f"{path}:0: directory: {reason}; no log below it is audited")
+
+
+def _listing(path: str, out: list[Item], ancestors: frozenset[tuple[int, int]],
+             ) -> tuple[list[os.DirEntry[str]], frozenset[tuple[int, int]]] | None:
+    """The entries of directory ``path`` (sorted by name) and the ancestors below it, or None
+    after recording why it cannot be listed (unreadable, or a link back to an ancestor)."""
+    try:
+        st = os.stat(path)
+        ident = (st.st_dev, st.st_ino)
+        if ident in ancestors:
+            out.append(_unusable(path, "a symbolic link back to a directory above it (a loop): not followed"))
+            return None
+        with os.scandir(path or ".") as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        out.append(_unusable(path, f"cannot read ({exc.strerror or exc})"))
+        return None
+    return entries, ancestors | {ident}
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows a symbolic link, as glob's ** does
+    except OSError:
+        return False
+
+
+def _walk(path: str, out: list[Item], ancestors: frozenset[tuple[int, int]]) -> None:
+    """Directory mode: every log below ``path``; links to directories are followed (loops
+    and unreadable directories are error records, never skipped)."""
+    listed = _listing(path, out, ancestors)
+    if listed is None:
+        return
+    entries, below = listed
+    for e in entries:
+        sub = os.path.join(path, e.name)
+        if _is_dir(e):
+            _walk(sub, out, below)
+        elif _is_log(e.name):
+            out.append(_file(sub))
+
+
+def _glob(pattern: str, out: list[Item]) -> None:
+    """``glob(pattern, recursive=True)``'s matches that are not directories, but a directory it
+    cannot read (or a link loop under ``**``) is an error record instead of silently no match."""
+    parts = pattern.split(os.sep)
+    k = 0
+    while k < len(parts) - 1 and not has_glob(parts[k]):
+        k += 1
+    base = os.sep.join(parts[:k])
+    if not base and pattern.startswith(os.sep):
+        base = os.sep
+    if k and not os.path.isdir(base):
+        return
+    _match(base, parts[k:], out, frozenset())
+
+
+def _join(path: str, name: str) -> str:
+    return os.path.join(path, name) if path else name
+
+
+def _match(path: str, comps: list[str], out: list[Item], ancestors: frozenset[tuple[int, int]]) -> None:
+    part, rest = comps[0], comps[1:]
+    if not has_glob(part):
+        sub = _join(path, part)
+        try:
+            os.lstat(sub)
+        except (FileNotFoundError, NotADirectoryError):
+            return  # no match
+        except OSError as exc:  # a directory on the way that cannot be searched (mode 000)
+            out.append(_unusable(path or ".", f"cannot read ({exc.strerror or exc})"))
+            return
+        if rest:
+            if os.path.isdir(sub):
+                _match(sub, rest, out, ancestors)
+        elif not os.path.isdir(sub):
+            out.append(_file(sub))
+        return
+
+    listed = _listing(path, out, ancestors)
+    if listed is None:
+        return
+    entries, below = listed
+    if part == "**":  # zero or more directories
+        if rest:
+            _match(path, rest, out, ancestors)
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            if _is_dir(e):
+                _match(_join(path, e.name), comps, out, below)
+            elif not rest:
+                out.append(_file(_join(path, e.name)))
+        return
+    for e in entries:
+        if not fnmatch.fnmatchcase(e.name, part) or (e.name.startswith(".") and not part.startswith(".")):
+            continue
+        sub = _join(path, e.name)
+        if rest:
+            if _is_dir(e):
+                _match(sub, rest, out, below)
+        elif not _is_dir(e):
+            out.append(_file(sub))
 
 
 def _expand_url(arg: str) -> list[Item]:
@@ -122,7 +242,7 @@ def open_lines(locator: str) -> Iterator[Iterable[bytes]]:
             f: IO[bytes] = stack.enter_context(fsspec.open(locator, "rb", compression="infer"))
             yield _split(f)
             return
-        raw = stack.enter_context(open(locator, "rb"))
+        raw = stack.enter_context(open_regular(locator))  # a FIFO or device: an error, never a hang
         if locator.endswith(".gz"):
             yield stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))
         else:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from tailguard.audit.fleet.record import Record
+from tailguard.base.safeio import printable
 
 __all__ = ["WORST", "Summary", "summarize"]
 
@@ -27,6 +28,7 @@ class Summary(NamedTuple):
     refusals: int
     worst: list[Record]  # most refusals first, then by source
     errors: list[Record]  # unreadable sessions, by source
+    warnings: tuple[str, ...] = ()  # torn last lines ignored (the sessions are judged), by source
 
     @property
     def exit_code(self) -> int:
@@ -40,6 +42,7 @@ class Summary(NamedTuple):
             "worst": [{"source": r["source"], "refusals": r["refusals"], "compactions": r["compactions"],
                        "first_line": r["holes"][0]["line"] if r["holes"] else None} for r in self.worst],
             "errors": [r["error"] for r in self.errors],
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
             "results": out,
         }
 
@@ -56,15 +59,18 @@ class Summary(NamedTuple):
             for r in self.worst:
                 first = r["holes"][0]["line"]
                 clauses = ", ".join(h["clause"] for h in r["holes"] if h["line"] == first)
-                lines.append(f"  {r['source']}: {r['refusals']:,} of {r['compactions']:,} "
+                lines.append(f"  {printable(r['source'])}: {r['refusals']:,} of {r['compactions']:,} "
                              f"{_plural(r['compactions'], 'compaction')} refused, first at line "
                              f"{first} ({clauses})")
         if self.errors:
             more = self.unreadable - len(self.errors)
             lines.append("unreadable" + (f" (the first {len(self.errors)}):" if more else ":"))
-            lines.extend(f"  {r['error']}" for r in self.errors)
+            lines.extend(f"  {printable(r['error'])}" for r in self.errors)
+        if self.warnings:
+            lines.append("warnings:")
+            lines.extend(f"  {printable(w)}" for w in self.warnings)
         if out is not None:
-            lines.append(f"results: {out}")
+            lines.append(f"results: {printable(out)}")
         return "\n".join(lines) + "\n"
 
 
@@ -86,4 +92,5 @@ def summarize(records: Sequence[Record], worst: int = WORST) -> Summary:
         refusals=sum(r["refusals"] for r in records),
         worst=ranked[:worst],
         errors=sorted(bad, key=lambda r: r["source"])[:worst],
+        warnings=tuple([w for r in sorted(records, key=lambda r: r["source"]) if (w := r.get("warning"))][:worst]),
     )

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from tailguard.audit.html.page import page
 from tailguard.audit.html.session_data import SessionData, collect
 from tailguard.audit.html.session_view import render_session
+from tailguard.base.safeio import elide, open_regular, write_atomic
 from tailguard.runtime.eventlog import EventLogError
 
 __all__ = ["SessionData", "audit_html", "collect", "policy_report", "session_report", "write_html"]
@@ -28,13 +29,15 @@ def session_report(lines: Iterable[bytes], source: str, profile: str = "strict")
     """The HTML page for an event log (raises ``EventLogError`` for unusable input)."""
     data = collect(lines, source, profile)
     verdict = f"{data.violations} refused" if data.violations else "all allowed"
-    return page(f"tailguard audit: {source} ({verdict}, profile {profile})", render_session(data))
+    title = f"tailguard audit: {elide(source, 120)} ({verdict}, profile {profile})"
+    return page(title, render_session(data))
 
 
 def policy_report(reports: list[object], profile: str, rlimit: int | None = None) -> str:
-    """The HTML page for check-config's reports (``tailguard.pipeline.report.Report``; other
-    entries, such as unusable files, are left out). ``rlimit``: the solver budget the verdicts
-    were decided with (default: the engine's), for reading back a safe verdict's invariant."""
+    """The HTML page for check-config's reports (``tailguard.pipeline.report.Report``; an
+    unusable file, ``BadFile``, is shown in its place with verdict ``error``, never ``safe``).
+    ``rlimit``: the solver budget the verdicts were decided with (default: the engine's), for
+    reading back a safe verdict's invariant."""
     from tailguard.audit.html.policy_view import policy_page
 
     return policy_page(reports, profile, rlimit)
@@ -46,7 +49,7 @@ def audit_html(path: str, trace: str, profile: str) -> str | None:
     from tailguard.runtime.eventlog import bounded_lines
 
     try:
-        with open(trace, "rb") as f:
+        with open_regular(trace) as f:
             text = session_report(bounded_lines(f), display_name(trace), profile)
     except EventLogError as exc:
         return str(exc)
@@ -56,10 +59,9 @@ def audit_html(path: str, trace: str, profile: str) -> str | None:
 
 
 def write_html(path: str, text: str) -> str | None:
-    """Write ``text`` to ``path``; the reason it failed, or None."""
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+    """Write ``text`` to ``path`` (a temporary file, then a rename); the reason it failed, or None."""
+    try:  # atomic: a failure (here or before) leaves an existing report as it was
+        write_atomic(path, text.encode("utf-8", "backslashreplace"))
     except OSError as exc:
         return f"cannot write {path}: {exc.strerror or exc}"
     return None

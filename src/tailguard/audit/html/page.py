@@ -21,6 +21,8 @@ dl.facts dt{color:#555}dl.facts dd{margin:0}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
 code{font-family:ui-monospace,monospace;background:#f3f3f3;padding:0 3px}
 .note{color:#555}
+h1,h2,p,li,dd,td{overflow-wrap:anywhere}
+
 svg.view{display:block;font:12px system-ui,sans-serif}
 svg text{fill:#222}svg .tick{text-anchor:middle;fill:#555;font-size:11px}
 svg .rowlabel{font-weight:600}svg .lane{fill:#666;font-size:10px}

@@ -21,10 +21,11 @@ from tailguard.audit.html.page import page
 from tailguard.audit.html.session_data import collect
 from tailguard.audit.html.session_view import render_session
 from tailguard.audit.html.svg import esc, fmt, patterns
+from tailguard.base.safeio import elide
 from tailguard.base.vocab import Pair
 from tailguard.pipeline.model import Event, Profile, State, step
 from tailguard.pipeline.policy import Compact, Policy, Truncate
-from tailguard.pipeline.report import Report, describe_stage, explain, hint
+from tailguard.pipeline.report import BadFile, Report, describe_stage, explain, hint, overall
 from tailguard.pipeline.trace import render_jsonl, session_log
 
 __all__ = ["invariant_words", "policy_page", "simulate"]
@@ -93,7 +94,7 @@ def simulate(policy: Policy, trace: Sequence[int], profile: Profile, messages: S
                 st.actions.append(f"{describe_stage(policy, stage)}: drops turns {fmt(*pending)}")
                 st.by_stage[stage] = f"drops turns {fmt(*pending)}"
             elif ev.kind == "compact":
-                stage_i, seen, tail = ev.data
+                stage_i, seen, tail = ev.data[:3]  # (stage, seen, tail, inherited)
                 what = f"summarizes turns {fmt(seen, tail)}" if seen < tail else "summarizes no turn"
                 st.actions.append(f"{describe_stage(policy, stage_i)}: {what}, tail from turn {tail}")
                 st.by_stage[stage_i] = f"{what}, tail from turn {tail}"
@@ -287,9 +288,9 @@ def _houdini_lemmas(policy: Policy, profile: Profile, rlimit: int | None) -> lis
 def _policy_section(r: Report, profile: Profile, rlimit: int | None) -> str:
     p, d = r.policy, r.decision
     cls = "good" if d.verdict == "safe" else "bad"
-    out = [f'<section class="policy" data-verdict="{esc(d.verdict)}"><h2>Policy {esc(p.name)}: '
+    out = [f'<section class="policy" data-verdict="{esc(d.verdict)}"><h2>Policy {esc(elide(p.name, 120))}: '
            f'<span class="{cls}">{esc(d.verdict)}</span></h2>',
-           f"<p>{esc(p.file)}, profile {esc(d.profile)}, floor {p.floor:,} {esc(p.floor_unit)}, "
+           f"<p>{esc(elide(p.file, 120))}, profile {esc(d.profile)}, floor {p.floor:,} {esc(p.floor_unit)}, "
            f"turns of {p.turn_min:,} to {p.turn_max:,} tokens; {esc(d.method or d.detail)}.</p>"]
     stages = "".join(f"<li>{esc(describe_stage(p, i))}</li>" for i in range(len(p.stages)))
     out.append(f"<ol start=\"0\" class=\"stages\">{stages}</ol>")
@@ -321,11 +322,20 @@ def _policy_section(r: Report, profile: Profile, rlimit: int | None) -> str:
     return "\n".join(out)
 
 
+def _bad_file_section(b: BadFile) -> str:
+    """An unusable file, in its place: verdict ``error``, never left out and never ``safe``."""
+    return (f'<section class="policy" data-verdict="error"><h2>File {esc(elide(b.file, 120))}: '
+            f'<span class="bad">error</span></h2><p>Not checked: the file is unusable: '
+            f"<code>{esc(b.message)}</code>.</p></section>")
+
+
 def policy_page(reports: Sequence[object], profile: str, rlimit: int | None = None) -> str:
-    """The page for check-config's reports."""
+    """The page for check-config's reports; an unusable file (:class:`BadFile`) is shown in
+    its place and makes the page's verdict ``error`` (the exit code's, never ``safe``)."""
     prof: Profile = "strict" if profile == "strict" else "partitioned"
-    sections = [_policy_section(r, prof, rlimit) for r in reports if isinstance(r, Report)]
-    verdicts = [r.decision.verdict for r in reports if isinstance(r, Report)]
-    overall = "unsafe" if "unsafe" in verdicts else "unknown" if "unknown" in verdicts else "safe"
-    names = ", ".join(r.policy.name for r in reports if isinstance(r, Report))
-    return page(f"tailguard check-config: {names} ({overall}, profile {prof})", "\n".join(sections))
+    entries = [r for r in reports if isinstance(r, (Report, BadFile))]
+    sections = [_policy_section(r, prof, rlimit) if isinstance(r, Report) else _bad_file_section(r)
+                for r in entries]
+    verdict = overall(entries) if entries else "error"
+    names = ", ".join(elide(r.policy.name if isinstance(r, Report) else r.file, 120) for r in entries) or "no policy"
+    return page(f"tailguard check-config: {names} ({verdict}, profile {prof})", "\n".join(sections))

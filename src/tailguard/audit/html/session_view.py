@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from tailguard.audit.html.session_data import MAX_LISTED, MAX_ROWS, Cause, Row, SessionData
 from tailguard.audit.html.svg import Binned, Scale, bin_ranges, esc, fmt, fmt_lines, legend, mark, patterns
+from tailguard.base.safeio import elide
 from tailguard.base.vocab import Pair
 
 __all__ = ["render_session", "session_svg"]
@@ -26,6 +27,7 @@ PLOT = 860
 LANES = ((16, "input I"), (29, "coverage C"), (42, "tail T, floor Φ"), (56, "holes"))
 MAX_LABELS = 10  # visible hole/mark labels per row; more marks keep their tips
 MAX_HOLES_LISTED = 20  # holes listed under each refused compaction
+MAX_ID = 120  # characters of an id, name or reason from the log shown in the layout (JSON: whole)
 MAX_SENTENCE = 2_000  # characters of one sentence of the audit shown; the text report has it whole
 
 
@@ -142,7 +144,7 @@ def _compaction_row(g: _Svg, row: Row, unit: str) -> None:
     g.text(8, y + 40, f"{verdict}" + (f": {', '.join(row.failed)}" if row.failed else ""),
            "sub bad" if row.refused else "sub good")
     if row.summary is not None:
-        g.text(8, y + 54, f"summary {row.summary}", "sub")
+        g.text(8, y + 54, f"summary {elide(row.summary, MAX_ID)}", "sub")
     tip_y = y + 11
     for dy, name in LANES:
         g.text(s.left + s.width + 8, y + dy + 8, name, "lane")
@@ -236,16 +238,17 @@ def _row_sentence(row: Row, unit: str) -> str:
 def render_session(data: SessionData, heading: str = "Session") -> str:
     """The session view as an HTML section (SVG picture, facts and the refused compactions)."""
     h = data.header
-    unit = h.unit
+    unit = elide(h.unit, MAX_ID)  # strings from the log are elided in the layout, never in JSON
+    source = elide(data.source, MAX_ID)
     tally = f"{data.violations:,} refused" if data.violations else "all allowed"
     facts = [
-        ("log", data.source), ("profile", data.profile), ("unit", unit),
+        ("log", source), ("profile", data.profile), ("unit", unit),
         ("recovery floor", f"{h.recovery_floor_span:,} {h.floor_unit} (truncator unit {h.truncator_unit})"),
         ("events", f"{data.events:,}"), ("history end", f"{data.n:,} {unit}"),
         ("compactions judged", f"{data.compactions:,}, {tally}"),
         ("refused attempts logged by the guard", f"{data.refusals:,}"),
     ]
-    out = [f'<section class="session"><h2>{esc(heading)}: {esc(data.source)}</h2>',
+    out = [f'<section class="session"><h2>{esc(heading)}: {esc(source)}</h2>',
            '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"]
     if data.torn is not None:
         line, reason = data.torn
@@ -253,7 +256,8 @@ def render_session(data: SessionData, heading: str = "Session") -> str:
                    f"{line - 1} are judged.</p>")
     for a in data.adopted:  # spec 1.2: their own category, never shown as verified
         out.append(f'<p class="note unverified">Line {a.line}: unverified: offsets [0, {a.hi}) predate the guard '
-                   f'(adopted as summary {esc(a.summary or "adopted")}: {esc(a.reason)}); nothing in this log '
+                   f'(adopted as summary {esc(elide(a.summary or "adopted", MAX_ID))}: '
+                   f'{esc(elide(a.reason, MAX_ID))}); nothing in this log '
                    "verifies them.</p>")
     if any(r.aggregate for r in data.rows):
         out.append(f'<p class="note">A long log: the refused compactions among the first {MAX_ROWS} have a row '
@@ -274,13 +278,14 @@ def render_session(data: SessionData, heading: str = "Session") -> str:
                 for (lo, hi), causes in row.holes[:MAX_HOLES_LISTED])
             if len(row.holes) > MAX_HOLES_LISTED:
                 holes += f"<li>and {len(row.holes) - MAX_HOLES_LISTED:,} more holes (drawn above)</li>"
-            over = f"<li>committed anyway, override: {esc(row.override)}</li>" if row.override is not None else ""
+            over = (f"<li>committed anyway, override: {esc(elide(row.override, MAX_ID))}</li>"
+                    if row.override is not None else "")
             out.append(f'<li data-line="{row.line}"><span class="bad">{esc(_row_sentence(row, unit))}</span>'
                        f"<ul>{items}{holes}{over}</ul></li>")
         out.append("</ol>")
         if data.violations > len(data.listed):
             out.append(f"<p>and {data.violations - len(data.listed):,} more refused compactions: "
-                       f"<code>tailguard audit {esc(data.source)}</code> lists every one.</p>")
+                       f"<code>tailguard audit {esc(source)}</code> lists every one.</p>")
     if data.refusal_lines:
         out.append("<h3>Attempts the guard refused (refusal lines, never committed)</h3><ol>")
         for r in data.refusal_lines:
@@ -306,7 +311,7 @@ def _ranges_table(data: SessionData) -> str:
     rows.sort()
     body = "".join(
         f"<tr><td>{line}</td><td>{kind}</td><td>{'' if kind == 'evict_summary' else fmt(lo, hi)}</td>"
-        f"<td>{esc(extra)}</td></tr>" for line, kind, lo, hi, extra in rows)
+        f"<td>{esc(elide(extra, MAX_ID))}</td></tr>" for line, kind, lo, hi, extra in rows)
     more = len(data.truncs) // 3 + len(data.spills) // 3 - sum(1 for r in rows if r[1] != "evict_summary")
     tail = f"<p>and {more:,} more (the first {MAX_LISTED} of each kind are listed).</p>" if more > 0 else ""
     return (f"<h3>Truncations, spills, evictions</h3><table><thead><tr><th>line</th><th>event</th>"

@@ -12,12 +12,16 @@ import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from tailguard.base.safeio import printable
+
 __all__ = ["Binned", "Scale", "bin_ranges", "esc", "fmt", "fmt_lines", "legend", "mark", "patterns"]
 
 
 def esc(text: object) -> str:
-    """HTML-escape any value (quotes too: the result is safe inside an attribute)."""
-    return html.escape(str(text), quote=True)
+    """HTML-escape any value (quotes too: the result is safe inside an attribute), with control
+    characters, bidi overrides and lone surrogates shown escaped (``\\u202e``): input can
+    neither reorder what the page shows nor make it unencodable."""
+    return html.escape(printable(str(text), "\n"), quote=True)
 
 
 def fmt(lo: int, hi: int) -> str:

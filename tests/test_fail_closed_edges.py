@@ -374,6 +374,40 @@ def test_5_html_shows_bidi_overrides_escaped(tmp_path: Path) -> None:
     assert code == 1 and "ok\\u202edesufer" in page and "\u202e" not in page and "\u2067" not in page
 
 
+
+def test_5_a_carriage_return_from_input_is_escaped_on_stderr_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """stderr kept ``\\r`` raw (for the progress line), so a file name could rewrite the line a
+    reviewer reads there. Now only the program's own progress line writes ``\\r``."""
+    import io
+
+    import tailguard.cli.audit as cli_audit
+    from tailguard.cli.main import main
+
+    import tailguard.cli.main as cli_main
+
+    def forged(argv: Any, out: Any, err: Any) -> int:  # any message that carries input raw
+        print("x\rtailguard audit: all allowed", file=err)
+        return 0
+
+    with monkeypatch.context() as m:
+        m.setattr(cli_main, "_main", forged)
+        err_stream = io.StringIO()
+        assert main(["audit"], stdout=io.StringIO(), stderr=err_stream) == 0
+    assert err_stream.getvalue() == "x\\x0dtailguard audit: all allowed\n"
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    ticks = iter(range(0, 1000, 2))
+    monkeypatch.setattr(cli_audit.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(cli_audit, "_PROGRESS_EVERY", 10)
+    log = _log(tmp_path / "long.jsonl", [HEADER, *['{"event": "append"}'] * 50])
+    out, tty = io.StringIO(), Tty()
+    assert main(["audit", str(log)], stdout=out, stderr=tty) == 0
+    assert "\rtailguard audit: 10 lines" in tty.getvalue()  # the progress line redraws itself
+
 # -- point 4: a report never says safe for input it could not read ----------------------------------
 
 @pytest.mark.parametrize("body", [None, "", "name = 'x'\nbogus = 1\n"])

@@ -12,6 +12,8 @@
   ``keep`` names characters left as they are (a report's own line ends).
 - :func:`elide`: a long string shortened for a layout (the HTML page), saying how much was cut.
   JSON output is never elided.
+- :func:`write_control`: the program's own control characters (a progress line's ``\\r``),
+  written past that escaping.
 - :func:`write_atomic`: write a report through a temporary file and a rename, so a failure
   leaves the old report intact.
 
@@ -26,9 +28,9 @@ import os
 import re
 import stat
 import tempfile
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
-__all__ = ["NotRegularFileError", "elide", "file_kind", "open_regular", "printable", "write_atomic"]
+__all__ = ["NotRegularFileError", "elide", "file_kind", "open_regular", "printable", "write_atomic", "write_control"]
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
@@ -99,6 +101,13 @@ def printable(text: object, keep: str = "") -> str:
     if not keep:
         return _UNSAFE.sub(_escape, s)
     return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m), s)
+
+
+def write_control(stream: TextIO, text: str) -> None:
+    """Write the program's own terminal control (a progress line's ``\\r``) to ``stream`` as
+    it is: the CLI's streams escape every control character but ``\\n`` (``write_raw`` bypasses
+    that); any other stream gets a plain ``write``. Never pass input through this."""
+    getattr(stream, "write_raw", stream.write)(text)
 
 
 def elide(text: str, limit: int = 200) -> str:

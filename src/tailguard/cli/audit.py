@@ -25,7 +25,7 @@ from typing import BinaryIO, Protocol, TextIO
 
 from tailguard.audit.replay import Verdict, replay
 from tailguard.audit.report import TextReport
-from tailguard.base.safeio import open_regular, printable
+from tailguard.base.safeio import open_regular, printable, write_control
 from tailguard.cli import audit_fleet
 from tailguard.cli.profile_option import add_profile_option, profile_problem
 from tailguard.runtime.case import display_name
@@ -67,12 +67,12 @@ def _progress(lines: BinaryIO, total: int, stderr: TextIO) -> Iterator[bytes]:
                 last = now
                 done = lines.tell() if lines.seekable() else 0
                 pct = f" ({100 * done // total}%)" if total else ""
-                stderr.write(f"\r{PROG}: {count:,} lines, {done / 1e6:,.0f} MB{pct}  ")
+                write_control(stderr, f"\r{PROG}: {count:,} lines, {done / 1e6:,.0f} MB{pct}  ")
                 stderr.flush()
                 drawn = True
         yield raw
     if drawn:
-        stderr.write("\r" + " " * 72 + "\r")
+        write_control(stderr, "\r" + " " * 72 + "\r")
         stderr.flush()
 
 

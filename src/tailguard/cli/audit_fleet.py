@@ -19,6 +19,7 @@ import os
 import time
 from typing import TextIO
 
+from tailguard.base.safeio import write_control
 from tailguard.cli.profile_option import profile_problem
 
 PROG = "tailguard audit"
@@ -66,13 +67,13 @@ class _Progress:
         if done < total and now - self.last < 0.1:
             return
         self.last = now
-        self.stream.write(f"\r{PROG}: {done:,} of {total:,} sessions  ")
+        write_control(self.stream, f"\r{PROG}: {done:,} of {total:,} sessions  ")
         self.stream.flush()
         self.drawn = True
 
     def clear(self) -> None:
         if self.drawn:
-            self.stream.write("\r" + " " * 60 + "\r")
+            write_control(self.stream, "\r" + " " * 60 + "\r")
             self.stream.flush()
 
 

@@ -94,7 +94,7 @@ class _PipeSafe(io.TextIOBase):
 
     def __init__(self, stream: TextIO, keep: str = "\n") -> None:
         self._stream = stream
-        self._keep = keep  # the controls a report writes itself (line ends; "\r" of a progress line)
+        self._keep = keep  # the controls a report writes itself (its line ends)
         self.broken = False
         raw = getattr(stream, "buffer", None)
         self._buffer = None if raw is None else _PipeSafeBinary(raw, self)
@@ -110,7 +110,9 @@ class _PipeSafe(io.TextIOBase):
         return len(text)
 
     def write_raw(self, text: str) -> int:
-        """Write data the user asked for as it is (``spill get`` to a text-only stream), unescaped."""
+        """Write as it is, unescaped: data the user asked for (``spill get`` to a text-only
+        stream) and the program's own controls (a progress line's ``\\r``, through
+        :func:`tailguard.base.safeio.write_control`)."""
         if not self.broken:
             try:
                 self._stream.write(text)
@@ -126,7 +128,6 @@ class _PipeSafe(io.TextIOBase):
                 self._break()
 
     def _break(self) -> None:
-
         self.broken = True
         if self._stream is sys.stdout or self._stream is sys.__stdout__:
             # Python flushes stdout again at exit: point it at /dev/null so that flush is silent
@@ -192,8 +193,7 @@ def main(
     """
     safe = _PipeSafe(stdout if stdout is not None else sys.stdout)
     out: TextIO = safe  # type: ignore[assignment]
-    err: TextIO = _PipeSafe(stderr if stderr is not None else sys.stderr,  # type: ignore[assignment]
-                            keep="\n\r")
+    err: TextIO = _PipeSafe(stderr if stderr is not None else sys.stderr)  # type: ignore[assignment]
     try:
         code = _main(argv, out, err)
         safe.flush()

@@ -16,6 +16,7 @@ import pkgutil
 import sys
 from typing import TextIO
 
+from tailguard.base.safeio import write_control
 from tailguard.tooling.theorems import DEFAULT_RLIMIT
 
 
@@ -95,8 +96,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         outcomes.append(outcome)
         if args.format == "text":
             mark = "ok " if outcome.passed else "FAIL"
-            lead = "\r" if live else ""
-            print(f"{lead}{mark} {thm.id:<5} {outcome.result.status:<14} {outcome.seconds:7.3f}s  {thm.title}",
+            if live:
+                write_control(stdout, "\r")  # over the "..." line drawn above
+            print(f"{mark} {thm.id:<5} {outcome.result.status:<14} {outcome.seconds:7.3f}s  {thm.title}",
                   file=stdout)
             if thm.bound:
                 print(f"          bounded: {thm.bound}", file=stdout)

@@ -231,6 +231,36 @@ def test_2_an_unreadable_subdirectory_is_an_error_record(tmp_path: Path, monkeyp
                                      "is audited"]
 
 
+
+def test_2_a_file_url_skips_nothing_either(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``file://DIR/`` went through fsspec's walk, which omits a directory it cannot list."""
+    pytest.importorskip("fsspec")
+    _log(tmp_path / "logs" / "ok" / "a.jsonl", CLEAN)
+    _log(tmp_path / "logs" / "locked" / "b.jsonl", REFUSED)
+    locked = str(tmp_path / "logs" / "locked")
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    def denied(path: Any) -> None:
+        if os.path.abspath(os.fspath(path)) == locked:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+
+    def scandir(path: Any = ".") -> Any:
+        denied(path)
+        return real_scandir(path)
+
+    def listdir(path: Any = ".") -> Any:
+        denied(path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "listdir", listdir)
+    for arg in (f"file://{tmp_path}/logs/", f"file://{tmp_path}/logs", f"file://{tmp_path}/logs/**/*.jsonl"):
+        code, out, err = _fleet("--format", "json", arg)
+        summary = json.loads(out)
+        assert code == 2, (arg, out, err)
+        assert summary["errors"] == [f"file://{locked}:0: directory: cannot read (Permission denied); no log "
+                                     "below it is audited"], arg
+
 @pytest.mark.skipif(READS_MODE_000, reason="this process reads a mode-000 directory (root)")
 def test_2_a_mode_000_subdirectory_is_an_error_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _log(tmp_path / "logs" / "ok" / "a.jsonl", CLEAN)
@@ -285,6 +315,10 @@ def test_7_a_fifo_is_an_error_naming_it_never_a_hang(tmp_path: Path) -> None:
     assert alone.stderr == f"tailguard audit: cannot read {fifo}: not a regular file: a FIFO\n"
     fleet = _cli("audit", "--workers", "1", str(tmp_path / "logs"), timeout=30)
     assert fleet.returncode == 2 and f"{fifo}:0: file: cannot read (not a regular file: a FIFO)" in fleet.stdout
+    for url in (f"file://{fifo}", f"file://{tmp_path}/logs/*.jsonl", f"file://{tmp_path}/logs/"):
+        fleet = _cli("audit", "--workers", "1", url, timeout=30)
+        assert fleet.returncode == 2, url
+        assert f"file://{fifo}:0: file: cannot read (not a regular file: a FIFO)" in fleet.stdout, url
     html = _cli("audit", "--html", str(tmp_path / "r.html"), str(fifo), timeout=30)
     assert html.returncode == 2
     policy = tmp_path / "p.toml"
@@ -382,9 +416,8 @@ def test_5_a_carriage_return_from_input_is_escaped_on_stderr_too(
     import io
 
     import tailguard.cli.audit as cli_audit
-    from tailguard.cli.main import main
-
     import tailguard.cli.main as cli_main
+    from tailguard.cli.main import main
 
     def forged(argv: Any, out: Any, err: Any) -> int:  # any message that carries input raw
         print("x\rtailguard audit: all allowed", file=err)

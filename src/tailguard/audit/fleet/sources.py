@@ -210,6 +210,9 @@ def _match(path: str, comps: list[str], out: list[Item], ancestors: frozenset[tu
 
 def _expand_url(arg: str) -> list[Item]:
     fsspec = fsspec_module()
+    local = _local_path(fsspec, arg) if not has_glob(arg.split("://", 1)[0]) else None
+    if local is not None:  # file://: expanded as a plain path is (links, unreadable directories)
+        return _as_urls(fsspec, arg, local)
     try:
         fs, path = fsspec.core.url_to_fs(arg)
         if has_glob(path):
@@ -239,7 +242,14 @@ def open_lines(locator: str) -> Iterator[Iterable[bytes]]:
     with contextlib.ExitStack() as stack:
         if is_url(locator):
             fsspec = fsspec_module()
-            f: IO[bytes] = stack.enter_context(fsspec.open(locator, "rb", compression="infer"))
+            local = _local_path(fsspec, locator)
+            if local is not None:  # file://: a FIFO or device is an error as for a plain path
+                f: IO[bytes] = stack.enter_context(open_regular(local))
+                kind = fsspec.utils.infer_compression(local)
+                if kind is not None:
+                    f = stack.enter_context(fsspec.compression.compr[kind](f, mode="rb"))
+            else:
+                f = stack.enter_context(fsspec.open(locator, "rb", compression="infer"))
             yield _split(f)
             return
         raw = stack.enter_context(open_regular(locator))  # a FIFO or device: an error, never a hang
@@ -247,6 +257,34 @@ def open_lines(locator: str) -> Iterator[Iterable[bytes]]:
             yield stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))
         else:
             yield raw
+
+
+def _as_urls(fsspec: Any, arg: str, local: str) -> list[Item]:
+    """:func:`_expand_local` of a ``file://`` URL's path, every source (and error) named as a URL."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    fs = LocalFileSystem()
+    keep_slash = local + "/" if arg.endswith("/") and not local.endswith("/") else local
+    try:
+        items = _expand_local(keep_slash)
+    except SourceError as exc:
+        raise SourceError(str(exc).replace(keep_slash, arg, 1)) from None
+    out = []
+    for it in items:
+        url = fs.unstrip_protocol(it.locator)
+        error = None if it.error is None else url + it.error[len(it.source):]
+        out.append(Item(url, url, error))
+    return out
+
+
+def _local_path(fsspec: Any, locator: str) -> str | None:
+    """The local path a ``file://`` URL (no ``::`` chain) names, else None."""
+    if "::" in locator:
+        return None
+    fs, path = fsspec.core.url_to_fs(locator)
+    from fsspec.implementations.local import LocalFileSystem
+
+    return str(path) if isinstance(fs, LocalFileSystem) else None
 
 
 def _split(f: IO[bytes]) -> Iterator[bytes]:

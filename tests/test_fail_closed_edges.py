@@ -331,6 +331,35 @@ def test_7_a_fifo_is_an_error_naming_it_never_a_hang(tmp_path: Path) -> None:
         Ledger.from_log(fifo)
 
 
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_7_spec_and_vector_readers_refuse_a_fifo(tmp_path: Path) -> None:
+    """The spec loader and the conformance vectors read a FIFO with a blocking open (a hang)."""
+    fifo = tmp_path / "clauses.toml"
+    os.mkfifo(fifo)
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": 1, "files": [{"path": "clauses.toml",
+                                                                                "sha256": "0" * 64}]}))
+    code = f"""
+        from pathlib import Path
+        from tailguard.conform.vectors import VectorError, load_vectors
+        from tailguard.speclang.load import load_spec
+        try:
+            load_spec({str(fifo)!r})
+        except OSError as exc:
+            assert "not a regular file: a FIFO" in str(exc), exc
+        else:
+            raise AssertionError("read a FIFO")
+        import tailguard.conform.vectors as v
+        v.FORMAT = 1
+        try:
+            load_vectors(Path({str(tmp_path)!r}))
+        except VectorError as exc:
+            assert "not a regular file: a FIFO" in str(exc), exc
+        else:
+            raise AssertionError("read a FIFO")
+    """
+    subprocess.run([PY, "-c", textwrap.dedent(code)], check=True, env=ENV, timeout=30)
+
 def test_7_a_socket_and_a_device_are_errors(tmp_path: Path) -> None:
     sock_path = tmp_path / "s.jsonl"
     sock = socket.socket(socket.AF_UNIX)

@@ -10,6 +10,7 @@ from typing import Any
 
 from tailguard.base import jsonstrict
 from tailguard.base.errors import VectorError as VectorError
+from tailguard.base.safeio import open_regular
 
 FORMAT = "tailguard-vectors/2"
 
@@ -122,7 +123,8 @@ def load_vectors(directory: Path | None = None) -> VectorSet:
     for entry in manifest["files"]:
         path = d / entry["path"]
         try:
-            data = path.read_bytes()
+            with open_regular(path) as f:  # a FIFO or device: an error naming it, never a hang
+                data = f.read()
         except OSError as exc:
             raise VectorError(f"{path}: {exc}") from None
         digest.update(data)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tailguard.base.errors import SpecError as SpecError
+from tailguard.base.safeio import open_regular
 from tailguard.speclang import ast
 from tailguard.speclang.ast import Type
 from tailguard.speclang.parse import SpecSyntaxError, parse
@@ -138,7 +139,8 @@ def _at(msg: str) -> str:
 def load_spec(path: str | Path) -> Spec:
     """Parse the spec file at ``path``; raise :class:`SpecError` when it is unusable."""
     p = Path(path)
-    raw = p.read_bytes()
+    with open_regular(p) as f:  # a FIFO or device: an error naming it, never a hang
+        raw = f.read()
     text = raw.decode("utf-8")
     ctx = _Ctx(str(path), text)
     try:

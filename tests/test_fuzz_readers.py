@@ -249,7 +249,13 @@ def test_check_config_text_json_and_sarif_of_a_hostile_name(name: str) -> None:
 
     entries: list[Any] = [Report(policy, decide(policy, Budget.of(5, depth=20)))]
     _shown_safely(render_text(entries), "\n")
-    json.loads(render_json(entries))
+    from tailguard.audit.html import policy_report
+
+    page = policy_report(entries, "partitioned")
+    _shown_safely(page, "\n")
+    page.encode("utf-8")  # no lone surrogate: the page can always be written
+    assert "<script" not in page
+    assert json.loads(render_json(entries))["policies"][0]["name"] == name  # JSON: whole, never elided
     sarif = json.loads(render_sarif(entries))
     for run in sarif["runs"]:
         for result in run["results"]:

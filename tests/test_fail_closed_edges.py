@@ -201,6 +201,32 @@ def test_12_flush_false_after_enospc_decides_nothing(tmp_path: Path, monkeypatch
     assert log.read_bytes() == b""  # nothing of the lost batch, and no compaction, reached the log
 
 
+
+def test_12_a_stream_without_a_descriptor_that_fails_to_flush_decides_nothing() -> None:
+    """With ``flush=False`` and a stream that has no file descriptor (a wrapper, a network
+    stream), ``Ledger.flush()`` never flushed it: its ENOSPC went unseen and ``decide()``
+    answered ``allow`` from lines the log never took."""
+    import io
+
+    class Full(io.StringIO):  # buffers until flushed, then the disk is full
+        def flush(self) -> None:
+            if self.getvalue():
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+    stream = Full()
+    led = Ledger(12, unit="turns", log=stream, flush=False)
+    led.append(48)
+    with pytest.raises(OSError, match="No space left"):
+        led.flush()
+    with pytest.raises(LogFailedError, match="No space left"):
+        led.decide(summary_input=(0, 48), summary_covers=(0, 36), tail_start=36)
+    other = Ledger(12, unit="turns", log=Full(), flush=False)
+    other.append(48)
+    with pytest.raises(OSError, match="No space left"):
+        other.close()  # close() flushes it too, and fails loudly
+    with pytest.raises(LogFailedError):
+        other.decide(summary_input=(0, 48), summary_covers=(0, 36), tail_start=36)
+
 # -- point 2: a fleet run never skips what it cannot read, and follows links one way ----------------
 
 def _fleet(*argv: str) -> tuple[int, str, str]:

@@ -322,7 +322,10 @@ def test_from_log_into_a_stream_of_ones_own_flushes_as_asked(flush: bool | None)
 
 def test_from_log_closes_the_file_it_opened_when_the_sink_cannot_be_made(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tailguard.runtime.ledger as ledger_module
+    """Both descriptors: the one the log is read through and the one the sink appends with
+    (opened by ``LogSink.resuming`` under the log's lock, issue 30)."""
+    from tailguard.runtime.ledger_log import LogSink
+
     path = _log_file(tmp_path)
     opened: list[int] = []
     real_open = os.open
@@ -336,12 +339,13 @@ def test_from_log_closes_the_file_it_opened_when_the_sink_cannot_be_made(
         raise RuntimeError("no sink")
 
     monkeypatch.setattr(os, "open", spy_open)
-    monkeypatch.setattr(ledger_module, "LogSink", broken_sink)
+    monkeypatch.setattr(LogSink, "__init__", broken_sink)
     with pytest.raises(RuntimeError, match="no sink"):
         Ledger.from_log(path)
-    (fd,) = opened
-    with pytest.raises(OSError):
-        os.fstat(fd)  # closed
+    assert len(opened) == 2
+    for fd in opened:
+        with pytest.raises(OSError):
+            os.fstat(fd)  # closed
 
 
 def _c(i: list[int], c: list[int], t: int, **kw: Any) -> str:

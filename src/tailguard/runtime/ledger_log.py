@@ -23,7 +23,9 @@ changes its state only once :meth:`LogSink.write` has returned. The sink's contr
   durable line, when the buffer fills, on :meth:`flush` or :meth:`close` (the ledger's), or
   when the ledger is garbage-collected if it opened the file itself; a crash loses them, and
   so does closing your own stream before ``Ledger.close()``. A failed batch takes every
-  buffered line back and fails the sink.
+  buffered line back and fails the sink. A stream without a descriptor gets its lines at once
+  but is flushed only by :meth:`flush` and :meth:`close`; a failed flush fails the sink too,
+  so the ledger never decides from lines its log did not take.
 
 - **One writer at a time, and never a stale one** (spec 1.2). Every write to a regular file
   takes an advisory lock (``flock``) on it, so writers in several processes are serialized. Under
@@ -155,16 +157,26 @@ class LogSink:
         self._write_fd(sync)
 
     def flush(self) -> None:
-        """Write the lines kept by ``flush=False`` (with ``durable``, fsync them too)."""
+        """Write the lines kept by ``flush=False`` (with ``durable``, fsync them too); a stream
+        without a descriptor is flushed, and if that fails the sink is failed as for a write."""
         self.check()
         if self._pending:
             self._write_fd(self._durable)
+        elif self._fd is None and self._stream is not None and not self._flush:
+            try:
+                self._stream.flush()  # where flush=False left its lines: they must reach the log now
+            except BaseException as exc:
+                self.failure = f"{type(exc).__name__}: {exc}"
+                raise
 
     def close(self) -> None:
         """Flush (unless failed) and close a descriptor the sink owns; a stream stays the caller's."""
         try:
             if self.failure is None and self._pending:
                 self._write_fd(self._durable)
+            elif (self.failure is None and self._fd is None and self._stream is not None and not self._flush
+                  and not getattr(self._stream, "closed", False)):
+                self.flush()  # a stream flush=False wrote to without flushing: its failure is ours
         finally:
             self._pending.clear()
             if self._owned and self._fd is not None:

@@ -627,6 +627,10 @@ def test_13_no_starting_at_at_column(tmp_path: Path) -> None:
     torn.write_text(HEADER + '\n{"event": "app', encoding="utf-8")
     err = run_cli("audit", str(torn))[2]
     assert "starting at column 11" in err and "at, column" not in err
+    case = tmp_path / "case.json"
+    case.write_text('{"a": "open}', encoding="utf-8")
+    code, _, err = run_cli("check", str(case))  # the strict JSON reader's message ended "starting at"
+    assert code == 2 and err.rstrip().endswith("invalid JSON: Unterminated string starting at line 1, column 7"), err
 
 
 def test_13_store_that_is_a_file(tmp_path: Path) -> None:

@@ -143,7 +143,9 @@ def loads(text: str) -> Any:
         line, col = duplicate_position(text, dup.key or "")
         raise DuplicateKeyError(dup.reason, line, col, dup.key) from None
     except json.JSONDecodeError as exc:
-        raise JSONInputError(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+        # "Unterminated string starting at" needs its place said, not left dangling
+        where = f" line {exc.lineno}, column {exc.colno}" if exc.msg.endswith(" at") else ""
+        raise JSONInputError(f"invalid JSON: {exc.msg}{where}", exc.lineno, exc.colno) from None
     except RecursionError:  # unbalanced brackets can hide the depth from the precheck
         raise JSONInputError(f"nested too deeply (the limit is {MAX_DEPTH})") from None
     except ValueError as exc:  # NaN / Infinity, or an integer the interpreter refuses to convert

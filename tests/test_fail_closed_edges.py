@@ -567,6 +567,27 @@ def test_9_a_failed_report_leaves_the_old_one_intact(tmp_path: Path, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "r.html"]  # no temporary file left
 
 
+
+def test_9_a_failed_emit_trace_leaves_the_old_trace_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``check-config --emit-trace FILE`` wrote in place (a failure midway truncated an existing
+    trace); now it writes a temporary file and renames it, so a failure leaves the old one."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("the old trace\n", encoding="utf-8")
+
+    def full(src: Any, dst: Any) -> None:  # the last step of writing the new trace fails
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    code, _, err = run_cli("check-config", "--emit-trace", str(trace),
+                           str(ROOT / "examples" / "policies" / "seed-incident.toml"))
+    monkeypatch.undo()
+    assert code == 2 and "No space left" in err, err
+    assert trace.read_text(encoding="utf-8") == "the old trace\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]  # no temporary file left
+    code, _, _ = run_cli("check-config", "--emit-trace", str(trace),
+                         str(ROOT / "examples" / "policies" / "seed-incident.toml"))
+    assert code == 1 and trace.read_text(encoding="utf-8").startswith('{"event": "session"')
+
 # -- point 10: a long id is elided in the layout, never in JSON -------------------------------------
 
 def test_10_a_200000_character_id_stays_in_the_page_width(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ other files are still checked and the bad one is reported in place: verdict ``er
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """Check every policy; print the report; return the exit code."""
-    from tailguard.base.safeio import printable
+    from tailguard.base.safeio import printable, write_atomic
     from tailguard.pipeline.policy import Policy, PolicyError, load_policy
     from tailguard.pipeline.report import EXIT_CODES, BadFile, Report, overall
 
@@ -113,7 +112,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                       "overflows, which an event log cannot show: every compaction in "
                       f"{args.emit_trace} is allowed", file=stderr)
             try:
-                Path(args.emit_trace).write_text(render_jsonl(events), encoding="utf-8")
+                write_atomic(args.emit_trace, render_jsonl(events).encode("utf-8"))  # an old one stays whole on failure
             except OSError as exc:
                 print(f"tailguard check-config: {args.emit_trace}: {exc.strerror}", file=stderr)
                 return 2

@@ -138,3 +138,25 @@ def test_big_log_renders(browser: Browser, tmp_path: Path) -> None:
     holes = [m for m in value["marks"] if m.get("kind") == "hole"]  # type: ignore[union-attr]
     assert holes and all(m["box"][0] > 0 for m in holes)
     assert any(x["kind"] == "hole" for x in value["labels"])  # type: ignore[union-attr]
+
+
+def test_a_200000_character_id_keeps_the_page_width(browser: Browser, tmp_path: Path) -> None:
+    """Issue 30 point 10: a 200,000-character summary id, override, adopt reason and unit made
+    the page 2,167,056 px wide. Elided in the layout (the text and JSON reports keep them whole),
+    the page is as wide as the window."""
+    long = "x" * 200_000
+    header = {"event": "session", "unit": long, "recovery_floor_span": 12, "floor_unit": "turns",
+              "truncator_unit": "turns"}
+    lines = [json.dumps(header), '{"event": "append", "count": 40}', '{"event": "truncate", "range": [0, 8]}',
+             '{"event": "append", "count": 8}',
+             json.dumps({"event": "compact", "summary_input": [8, 48], "summary_covers": [8, 36], "tail_start": 36,
+                         "summary": "s" + long, "override": "o" + long})]
+    trace = tmp_path / "long.jsonl"
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = tmp_path / "long.html"
+    code, _, err = run_cli("audit", "--html", str(page), str(trace))
+    assert code == 1, err
+    loaded = browser.load(page, "(() => ({w: document.documentElement.scrollWidth}))()", screenshot=False)
+    assert loaded.console_errors == []
+    value = loaded.value
+    assert isinstance(value, dict) and value["w"] <= 1240, value

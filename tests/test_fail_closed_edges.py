@@ -144,7 +144,7 @@ def test_1_from_log_never_cuts_a_line_appended_while_it_read(
 # -- point 3: a replaced or deleted log fails the next write ---------------------------------------
 
 @pytest.mark.parametrize("how", ["rotate", "delete"])
-@pytest.mark.parametrize("opened", ["stream", "from_log"])
+@pytest.mark.parametrize("opened", ["stream", "from_log", "restore"])
 def test_3_a_rotated_or_deleted_log_fails_the_next_write_loudly(tmp_path: Path, how: str, opened: str) -> None:
     """Logrotate's rename-then-create (or a delete) under a running durable ledger: the override
     went to the orphaned file and commit returned. The stream form was already fixed on main;
@@ -152,9 +152,14 @@ def test_3_a_rotated_or_deleted_log_fails_the_next_write_loudly(tmp_path: Path, 
     log = tmp_path / "s.jsonl"
     if opened == "stream":
         led = Ledger(12, unit="turns", log=open(log, "a", encoding="utf-8"), durable=True)  # noqa: SIM115
-    else:
+    elif opened == "from_log":
         _log(log, [HEADER])
         led = Ledger.from_log(log, durable=True)
+    else:
+        first = Ledger(12, unit="turns", log=open(log, "a", encoding="utf-8"))  # noqa: SIM115
+        saved = first.snapshot()
+        first.close()
+        led = Ledger.restore(saved, path=log, durable=True)
     led.append(40)
     led.truncate(0, 8)
     led.append(8)
@@ -587,6 +592,27 @@ def test_9_a_failed_emit_trace_leaves_the_old_trace_intact(tmp_path: Path, monke
     code, _, _ = run_cli("check-config", "--emit-trace", str(trace),
                          str(ROOT / "examples" / "policies" / "seed-incident.toml"))
     assert code == 1 and trace.read_text(encoding="utf-8").startswith('{"event": "session"')
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_9_an_atomic_report_writes_through_a_link_with_the_usual_mode(tmp_path: Path, umask: int) -> None:
+    """The rename must not replace a link named by ``--html`` (``open`` wrote through it), and a
+    new report gets the mode a plain ``open`` gives under the umask (not mkstemp's 0600)."""
+    from tailguard.base.safeio import write_atomic
+
+    real = tmp_path / "site" / "r.html"
+    real.parent.mkdir()
+    real.write_text("old", encoding="utf-8")
+    link = tmp_path / "r.html"
+    link.symlink_to(real)
+    write_atomic(link, b"new")
+    assert link.is_symlink() and real.read_bytes() == b"new"
+    old = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "fresh.html", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "fresh.html").stat().st_mode) == 0o666 & ~umask
 
 # -- point 10: a long id is elided in the layout, never in JSON -------------------------------------
 

@@ -117,10 +117,25 @@ def elide(text: str, limit: int = 200) -> str:
     return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    umask = os.umask(0o077)  # elsewhere: set and restore at once (never a wider mode meanwhile)
+    os.umask(umask)
+    return umask
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in its directory and a rename: the
-    old file stays whole if anything fails. The new file gets the mode a plain ``open`` gives."""
+    old file stays whole if anything fails (and after a crash it is the old or the new file,
+    whole). The new file gets the mode a plain ``open`` gives (an existing file's mode is kept).
+    A symbolic link is written through, as ``open`` does: its target is replaced, not the link."""
     target = os.fspath(path)
+    if os.path.islink(target):
+        target = os.path.realpath(target)
     try:
         existing = os.stat(target).st_mode
     except OSError:
@@ -134,12 +149,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        if existing is not None:
-            mode = stat.S_IMODE(existing)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+            f.flush()
+            os.fsync(f.fileno())
+        mode = stat.S_IMODE(existing) if existing is not None else 0o666 & ~_umask()
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:

@@ -69,9 +69,12 @@ def _other_process(code: str) -> None:
 
 # -- point 1: a failed write never removes another writer's lines ----------------------------------
 
-def test_1_a_second_writer_lines_survive_the_first_writers_next_write(tmp_path: Path) -> None:
-    """The issue's scenario with two real processes (already fixed on main: the lock and the
-    end-of-file check make the stale first writer fail before it writes)."""
+def test_1_a_second_writer_lines_survive_the_first_writers_next_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's scenario with two real processes: the disk is full when the first writer
+    writes again, after the second appended a truncation and an override compaction. (Fixed on
+    main by the brief's section 9 work: the lock and the end-of-file check make the stale first
+    writer fail before it writes, so there is nothing of its own to cut back.)"""
     log = tmp_path / "s.jsonl"
     first = Ledger(12, unit="turns", log=open(log, "a", encoding="utf-8"))  # noqa: SIM115
     first.append(40)
@@ -83,8 +86,14 @@ def test_1_a_second_writer_lines_survive_the_first_writers_next_write(tmp_path: 
         led.close()
     """)
     before = log.read_bytes()
-    with pytest.raises(LogFailedError, match="another writer continued it"):
-        first.append(1)
+
+    def full(fd: int, data: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "write", full)
+        with pytest.raises(LogFailedError, match="another writer continued it"):
+            first.append(1)
     assert log.read_bytes() == before
     code, out, _ = run_cli("audit", str(log))
     assert code == 1 and "override" in out

@@ -308,9 +308,9 @@ def test_2_a_mode_000_subdirectory_is_an_error_record(tmp_path: Path, monkeypatc
     (tmp_path / "logs" / "locked").chmod(0)
     try:
         monkeypatch.chdir(tmp_path)
-        for arg in ("logs", "logs/**/*.jsonl", "logs/*/b.jsonl"):
-            code, out, _ = _fleet(arg)
-            assert code == 2 and "logs/locked" in out and "(Permission denied)" in out, (arg, out)
+        for arg in ("logs", "logs/**/*.jsonl", "logs/*/b.jsonl", "logs/locked/*.jsonl", "logs/locked/sub/*.jsonl"):
+            code, out, err = _fleet(arg)
+            assert code == 2 and "logs/locked" in out and "(Permission denied)" in out, (arg, out, err)
     finally:
         (tmp_path / "logs" / "locked").chmod(0o755)
 

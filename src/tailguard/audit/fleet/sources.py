@@ -29,6 +29,7 @@ import contextlib
 import fnmatch
 import gzip
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
@@ -155,8 +156,15 @@ def _glob(pattern: str, out: list[Item]) -> None:
     base = os.sep.join(parts[:k])
     if not base and pattern.startswith(os.sep):
         base = os.sep
-    if k and not os.path.isdir(base):
-        return
+    if k:
+        try:
+            if not stat.S_ISDIR(os.stat(base).st_mode):
+                return
+        except (FileNotFoundError, NotADirectoryError):
+            return  # no match
+        except OSError as exc:  # a directory on the way that cannot be searched (mode 000)
+            out.append(_unusable(base, f"cannot read ({exc.strerror or exc})"))
+            return
     _match(base, parts[k:], out, frozenset())
 
 

@@ -13,13 +13,14 @@ import re
 from typing import Any
 
 from tailguard.base.errors import PolicyError
-from tailguard.pipeline.presets import deepagents, langchain, langmem, openai_agents, openhands
+from tailguard.pipeline.presets import deepagents, langchain, langmem, openai_agents, openhands, pydantic_ai
 from tailguard.pipeline.presets._base import Preset, Translation, as_toml, read_knob
 
 __all__ = ["PRESETS", "Preset", "Translation", "expand", "find", "translate"]
 
 PRESETS: tuple[Preset, ...] = (
     langchain.PRESET, deepagents.PRESET, langmem.PRESET, openai_agents.PRESET, openhands.PRESET,
+    pydantic_ai.PRESET,
 )
 _BY_NAME: dict[str, Preset] = {n: p for p in PRESETS for n in (p.name, *p.aliases)}
 # top-level keys a preset policy keeps: the session's shape and the floor (brief 6c)
@@ -81,10 +82,11 @@ def translate(data: dict[str, Any], file: str, lines: dict[str, int]) -> Transla
     given = tuple(k for k in table if k != "name")
     values = preset.resolve(values, given)
     preset.check(values, knob_fail)
-    if preset is openhands.PRESET:
+    shape = {openhands.PRESET.name: openhands.check_shape, pydantic_ai.PRESET.name: pydantic_ai.check_shape}
+    if preset.name in shape:
         mpt = data.get("messages_per_turn", [1, 1])
         if isinstance(mpt, list) and len(mpt) == 2:
-            openhands.check_shape((mpt[0], mpt[1]), knob_fail)
+            shape[preset.name]((mpt[0], mpt[1]), knob_fail)
     top, stages = preset.translate(values)
     return Translation(preset.name, values, given, top, stages)
 

@@ -142,6 +142,8 @@ EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.m
     "openai-agents-limit.toml": ("safe", set()),
     "openhands-defaults.toml": ("unsafe", {"hole", "unenforceable"}),
     "openhands-repaired.toml": ("safe", set()),
+    "pydantic-ai-threshold.toml": ("unsafe", {"overflow"}),
+    "pydantic-ai-repaired.toml": ("safe", set()),
 }
 
 

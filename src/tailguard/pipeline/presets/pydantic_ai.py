@@ -60,12 +60,21 @@ def _check(values: Values, fail: Callable[[str, str], PolicyError]) -> None:
 
 
 def check_shape(messages_per_turn: tuple[int, int], fail: Callable[[str, str], PolicyError]) -> None:
-    """OpenAICompaction keeps the current request alone, cutting between a tool call and its
-    result: every message is its own turn."""
+    """Every message is its own turn, and a session the stages can judge has no tool calls.
+
+    With tools, a compaction that runs at a tool result's request keeps that request alone and
+    compacts the call; before the next request Pydantic AI's history repair
+    (``_drop_orphaned_tool_results``) drops the result whose call is gone, unsummarized. The stages
+    cannot express a message that outlives its compaction and then leaves unseen, so such a
+    session is refused by name, never called safe (tests/presets/test_pydantic_ai_preset.py
+    shows the loss on the real package)."""
     if tuple(messages_per_turn) != (1, 1):
-        raise fail("messages_per_turn", "OpenAICompaction keeps only the current request verbatim (a tool "
-                                        "result without its call too), so each message is its own turn: use "
-                                        "messages_per_turn = [1, 1]")
+        raise fail("messages_per_turn", "OpenAICompaction keeps only the current request, so each message is its "
+                                        "own turn (messages_per_turn = [1, 1]: prompts and answers, no tool "
+                                        "calls). With tool calls it is not checkable: a compaction at a tool "
+                                        "result compacts the call, and Pydantic AI's history repair then drops "
+                                        "the result before the next request, unsummarized (a loss the stages "
+                                        "cannot express); guard it at run time (tailguard.adapters.pydantic_ai)")
 
 
 def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -103,6 +112,14 @@ SERVER_WINDOW = Difference(
     "the model reports the overflow; the real run fails at that request",
     "the stub server has no window")
 
+ORPHANED_RESULTS = Difference(
+    "orphaned_tool_results",
+    "with tool calls, a compaction at a tool result's request compacts the call and keeps the result; "
+    "`_drop_orphaned_tool_results` (run before every request) then drops that result unsummarized.",
+    "a loss on every such compaction; the preset refuses messages_per_turn other than [1, 1] by name "
+    "rather than call a session with tools safe",
+    "test_a_compaction_at_a_tool_result_loses_the_result shows the loss on the real package")
+
 PRESET = Preset(
     name="pydantic_ai.OpenAICompaction",
     summary="Pydantic AI v2 OpenAICompaction, stateless: when more than `message_count_threshold` "
@@ -112,7 +129,7 @@ PRESET = Preset(
     check=_check,
     validated_on=("pydantic-ai-slim 2.68.0", "openai 3.57.0"),
     differential="tests/presets/test_pydantic_ai_preset.py",
-    differences=(BEFORE_REQUESTS, OPAQUE_SUMMARY, SERVER_WINDOW),
+    differences=(BEFORE_REQUESTS, OPAQUE_SUMMARY, SERVER_WINDOW, ORPHANED_RESULTS),
     doc="docs/presets/pydantic-ai.md",
     aliases=("pydantic_ai.models.openai.OpenAICompaction",),
 )

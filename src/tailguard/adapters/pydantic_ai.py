@@ -504,7 +504,9 @@ class GuardedHistory(AbstractCapability[Any]):
             if len(gone) != len(ks):
                 raise AdapterError("the history processor kept part of a merged message; nothing was deleted")
             deleted += ks
-            held[ks[0]] = m
+            units = [k for k in ks if k not in sess.guard.tracker.summaries]
+            if units:  # a merged message is held once, under its oldest unit
+                held[units[0]] = m
             if new and all(_part_digest(p) in seen_parts or (_part_text(p) and _part_text(p) in haystack)
                            for p in m.parts):
                 shown += ks

@@ -118,7 +118,7 @@ def _part_text(part: Any) -> str:
     if hasattr(part, "model_response_str"):
         try:
             return str(part.model_response_str())
-        except Exception:  # noqa: BLE001 - a part that cannot render has no text
+        except Exception:  # a part that cannot render has no text
             return ""
     content = getattr(part, "content", None)
     if isinstance(content, str):
@@ -282,13 +282,16 @@ class GuardedHistory(AbstractCapability[Any]):
         i = self._carrier(messages)
         if i is None:
             return None
-        value = _meta(messages[i])["state"] if "state" in _meta(messages[i]) else None  # type: ignore[index]
+        meta = _meta(messages[i])
+        assert meta is not None
+        value = meta.get("state")
         if value is None:
             raise AdapterError(f"message {i} is the guard's summary but holds no guard state "
                                f"(metadata[{META_KEY!r}]['state']): re-send the history whole")
         check_state_value(value, f"the summary at message {i}", fmt=STATE_FORMAT, version=STATE_VERSION,
                           framework="Pydantic AI")
-        return value
+        checked: dict[str, Any] = value
+        return checked
 
     def _load(self, sid: str, value: dict[str, Any] | None) -> _Session:
         cached = self._sessions.get(sid)
@@ -479,11 +482,11 @@ class GuardedHistory(AbstractCapability[Any]):
         kept: list[tuple[ModelMessage, list[str]]] = []
         new: list[tuple[int, ModelMessage]] = []
         for j, m in enumerate(out):
-            ks = by_id.get(id(m)) or by_parts.get(tuple(_parts(m)))
-            if ks is None:
+            found = by_id.get(id(m)) or by_parts.get(tuple(_parts(m)))
+            if found is None:
                 new.append((j, m))
             else:
-                kept.append((m, ks))
+                kept.append((m, found))
         if len(new) > 1:
             raise AdapterError(f"the history processor returned {len(new)} messages the history did not hold "
                                f"(at {[j for j, _ in new]}): the guard places one summary; a message rewritten "

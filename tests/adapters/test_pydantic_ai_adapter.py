@@ -106,3 +106,29 @@ def test_unguarded_loses_guarded_halts_and_spills_byte_exact(tmp_path: Path) -> 
     assert gone <= recovered, (gone, recovered)
     for m in spilled:
         assert ModelMessagesTypeAdapter.validate_python(ModelMessagesTypeAdapter.dump_python([m], mode="json"))[0] == m
+
+
+def test_a_restart_continues_the_session_from_the_history(tmp_path: Path) -> None:
+    """The guard's state rides in the newest guard summary: a new process (a new GuardedHistory)
+    continues the conversation from ``all_messages()`` JSON alone, appending to the same log."""
+    store = FileSpillStore(tmp_path / "spill", create=True)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    first = GuardedHistory(lambda m: m, recovery_floor_span=2, on_refuse="spill", store=store, log=logs)
+    agent, _ = make(first)
+    history: list[Any] = []
+    for i in range(6):
+        history = agent.run_sync(f"[m{i}] task", message_history=history).all_messages()
+    first.close()
+    carried = [m.metadata["tailguard"]["state"]["session"] for m in history if (m.metadata or {}).get("tailguard")]
+    assert len(carried) == 1
+    saved = ModelMessagesTypeAdapter.dump_json(history)
+    second = GuardedHistory(lambda m: m, recovery_floor_span=2, on_refuse="spill", store=store, log=logs)
+    agent, _ = make(second)
+    history = list(ModelMessagesTypeAdapter.validate_json(saved))
+    for i in range(6, 10):
+        history = agent.run_sync(f"[m{i}] task", message_history=history).all_messages()
+    sessions = {m.metadata["tailguard"]["state"]["session"] for m in history if (m.metadata or {}).get("tailguard")}
+    assert sessions == set(carried)
+    log = [p for p in logs.iterdir() if carried[0] in p.name]
+    assert len(log) == 1 and '"resume"' in log[0].read_text()

@@ -20,6 +20,7 @@ if not REQUIRE:
     pytest.importorskip("pydantic_ai", reason="install the frameworks extra (CI does)")
 
 from pydantic_ai import Agent, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -57,13 +58,12 @@ def make(guard: GuardedHistory | None) -> tuple[Agent[None, str], list[Any]]:
         counter[0] += 1
         return ModelResponse(parts=[TextPart(content=f"[s{counter[0]}] answer")])
 
-    caps: list[Any] = [guard] if guard is not None else []
-    if guard is None:
-        from pydantic_ai.capabilities import ProcessHistory
-
-        caps = [ProcessHistory(processor)]
-    else:
-        guard.inner = __import__("pydantic_ai.capabilities", fromlist=["ProcessHistory"]).ProcessHistory(processor)
+    # the guard wraps the same ProcessHistory the unguarded agent runs (built here, where the
+    # processor closes over this agent's summarizer)
+    caps: list[Any] = [ProcessHistory(processor)]
+    if guard is not None:
+        guard.inner = caps[0]
+        caps = [guard]
     return Agent(FunctionModel(model_fn), capabilities=caps), contexts
 
 

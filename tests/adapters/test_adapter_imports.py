@@ -15,7 +15,8 @@ FRAMEWORKS = {"langchain": "langchain", "langmem": "langmem", "openai_agents": "
 def test_adapters_package_imports_no_framework() -> None:
     code = ("import sys, tailguard.adapters, tailguard.adapters._guard, tailguard.adapters._offsets, "
             "tailguard.adapters._spill_tool, tailguard.adapters._sessions; "
-            "bad = [m for m in ('langchain', 'langchain_core', 'langgraph', 'langmem', 'agents', 'openai', 'pydantic_ai') "
+            "bad = [m for m in ('langchain', 'langchain_core', 'langgraph', 'langmem', 'agents', 'openai', "
+            "'pydantic_ai') "
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -288,6 +288,20 @@ def test_adopt_marks_the_offsets_unverified_and_follows_lineage() -> None:
         led.adopt(1, reason="again")
 
 
+def test_adopt_after_an_event_that_changed_nothing_is_refused_by_the_ledger_and_the_log_reader() -> None:
+    """SPEC.md 11.4: the adopt line comes right after the header, even if what came before it
+    (an append of 0, a refusal line) changed no state; a ledger never writes a log its reader rejects."""
+    led = Ledger(2, log=io.StringIO())
+    led.append(0)
+    with pytest.raises(ValueError, match=r"^event: adopt must come before every other event"):
+        led.adopt(3, reason="too late")
+    log = ['{"event": "session", "unit": "turns", "recovery_floor_span": 2, "floor_unit": "turns", '
+           '"truncator_unit": "turns"}', '{"event": "append", "count": 0}',
+           '{"event": "adopt", "range": [0, 3], "reason": "too late"}']
+    with pytest.raises(ValueError, match=r":3: event: adopt must come before every other event"):
+        list(replay(iter_events(log)))
+
+
 _WORKER = r'''
 import json, sys
 from tailguard import Ledger

@@ -9,6 +9,7 @@ from pathlib import Path
 from tailguard.backends.docs_render import render_clause_reference, splice
 from tailguard.backends.dts_render import render_dts
 from tailguard.backends.js_render import render_js, render_js_adapter
+from tailguard.backends.ledger_vectors import ledger_vector_targets
 from tailguard.backends.python_render import render_python
 from tailguard.backends.vectors import vector_targets
 from tailguard.speclang.load import Spec
@@ -34,4 +35,5 @@ def targets() -> list[Target]:
         Target("js/conform-adapter.mjs", lambda s, r: render_js_adapter(s),
                "conformance adapter of the JavaScript checker"),
         *(Target(path, render, what) for path, render, what in vector_targets()),
+        *(Target(path, render, what) for path, render, what in ledger_vector_targets()),
     ]

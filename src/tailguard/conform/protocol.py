@@ -109,12 +109,21 @@ class Child:
         return "".join(self._stderr[-20:]).rstrip()
 
     def ask(self, profile: str, case_text: str) -> Response:
+        self.send(request_line(profile, case_text) + "\n")
+        return parse_response(self.read_line())
+
+    def send(self, text: str) -> None:
+        """Write ``text`` (whole lines) to the implementation's stdin and flush."""
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write((request_line(profile, case_text) + "\n").encode())
+            self.proc.stdin.write(text.encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise ProtocolFailure("crash", self._exit_text()) from None
+
+    def read_line(self) -> str:
+        """The next line the implementation wrote, decoded and stripped; :class:`ProtocolFailure`
+        when it exits, hangs past the timeout, or writes a line that is not UTF-8 or over the limit."""
         try:
             line = self._lines.get(timeout=self.timeout)
         except queue.Empty:
@@ -128,7 +137,7 @@ class Child:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ProtocolFailure("garbage", f"response is not UTF-8 (byte {exc.start + 1}): {line[:200]!r}") from None
-        return parse_response(text.strip())
+        return text.strip()
 
     def _exit_text(self) -> str:
         try:

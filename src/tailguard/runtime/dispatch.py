@@ -67,6 +67,9 @@ def resume_problem(core: LedgerCore, ev: Resume) -> tuple[str, str] | None:
     return None
 
 
+_ADOPT_FIRST = "adopt must come before every other event (it names what predates the guard)"
+
+
 def _outside(core: LedgerCore, ev: Truncate | Spill, source: str) -> EventLogError:
     return EventLogError(source, ev.line, "range", f"[{ev.lo}, {ev.hi}) is not an interval inside "
                          f"the history [0, {core.n})")
@@ -84,7 +87,18 @@ def apply_events(
     audit's). A second session header raises ``ValueError`` (``iter_events`` never yields one).
     """
     append, truncate, spill = core.append, core.truncate, core.spill
+    first = True  # an adopt line must be the first event (SPEC.md 11.4), even after one that changed nothing
     for ev in events:
+        if first:
+            first = False
+            if type(ev) is Adopt:
+                sid = ev.summary or "adopted"
+                problem = core.adopt_problem(ev.hi, sid)
+                if problem is not None:
+                    raise EventLogError(source, ev.line, *problem)
+                core.adopt(ev.hi, sid, ev.line)
+                yield ev
+                continue
         if type(ev) is Append:
             if ev.amount < 0:  # SPEC.md 9.4, as the reader and Ledger.append: offsets never repeat
                 raise EventLogError(source, ev.line, "count", f"expected a count >= 0, got {ev.amount}")
@@ -109,13 +123,8 @@ def apply_events(
             core.evict(ev.summary, ev.line)
         elif type(ev) is Refusal:
             yield ev
-        elif type(ev) is Adopt:
-            sid = ev.summary or "adopted"
-            problem = core.adopt_problem(ev.hi, sid)
-            if problem is not None:
-                raise EventLogError(source, ev.line, *problem)
-            core.adopt(ev.hi, sid, ev.line)
-            yield ev
+        elif type(ev) is Adopt:  # not the first event
+            raise EventLogError(source, ev.line, "event", _ADOPT_FIRST)
         elif type(ev) is Resume:
             problem = resume_problem(core, ev)
             if problem is not None:

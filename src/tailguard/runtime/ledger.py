@@ -493,6 +493,8 @@ summarized or spilled
         sid = "adopted" if summary is None else summary
         with self._lock:
             problem = self._core.adopt_problem(count, sid)
+            if problem is None and self._line != 1:  # a line that changed nothing was written before
+                problem = ("event", "adopt must come before every other event (it names what predates the guard)")
             if problem is not None:
                 raise ValueError(f"{problem[0]}: {problem[1]}")
             if self._writer is not None:

@@ -1,4 +1,4 @@
-// Copies the conformance vectors (../spec/vectors) and the LICENSE into this directory
+// Copies the conformance vectors (../spec/vectors; not ledger.json, the event logs a ledger reads) and the LICENSE into this directory
 // before `npm pack` / `npm publish` (prepack), and removes the copies afterwards (postpack,
 // `--clean`), so that the packed package's `npm test` runs the vectors on its own.
 // Not part of the package; the copies are ignored by git.
@@ -20,7 +20,7 @@ if (process.argv.includes("--clean")) {
     process.exit(1);
   }
   mkdirSync(vectors, { recursive: true });
-  for (const name of readdirSync(source).filter((n) => n.endsWith(".json")).sort()) {
+  for (const name of readdirSync(source).filter((n) => n.endsWith(".json") && n !== "ledger.json").sort()) {
     copyFileSync(join(source, name), join(vectors, name));
   }
   copyFileSync(join(here, "..", "LICENSE"), license);

@@ -403,65 +403,75 @@ def _audit(events: list[dict[str, Any]], profile: str) -> list[Decision]:
 
 @theorem(
     "T14w", "A summary the later summarizer never saw: 1.0 allows, lineage refuses with a hole",
-    "Witness: a session of two compactions without truncations whose second compaction did not see "
-    "(nor keep) the first one's summary; 1.0's prior coverage lets strict and partitioned allow both "
-    "compactions, the lineage rule's makes both refuse the second with no_hole and a hole. Printed as "
-    "the event log and the equivalent cases, replayed through the generated checker and the audit.",
+    "Witness: a session of three compactions without truncations whose second compaction did not see "
+    "(nor keep) the first one's summary and whose third saw every summary in the context (the default); "
+    "1.0's prior coverage lets strict and partitioned allow all three, the lineage rule's makes both "
+    "refuse the second and the third with no_hole and a hole. The third's verdict depends on the second "
+    "summary's coverage: counted as if the second summarizer had seen the first summary, it is allowed. "
+    "Printed as the event log and the equivalent cases, replayed through the generated checker and the audit.",
     kind="witness",
 )
 def unseen_summary_is_a_hole(spec: Spec | None = None, rule: LineageRule = lineage_rule) -> Result:
     spec = setup(spec)
     seen, kept = z3.Bool("saw1.0"), z3.Bool("keeps1.0")
-    s = Session.symbolic("w.", 2, truncations=False, saw=[None, [seen]], keeps=[None, [kept]])
+    s = Session.symbolic("w.", 3, truncations=False, saw=[None, [seen], None], keeps=[None, [kept], None])
     r = run(rule, s)
     contract = [spec.profile(p) for p in ("strict", "partitioned")]
-    first, first_pc = _case(spec, s, 0, r.v1[0], "first")
-    later_v1, v1_pc = _case(spec, s, 1, r.v1[1], "later_v1")
-    later_lin, lin_pc = _case(spec, s, 1, r.lineage[1], "later_lineage")
-    lin_first, lin_first_pc = _case(spec, s, 0, r.lineage[0], "first_lineage")
-    encs = {name: Encoder(spec, zc) for name, zc in
-            (("first", first), ("later_v1", later_v1), ("later_lineage", later_lin), ("first_lineage", lin_first))}
+    # 1.0's cases (every earlier honest part), and the rule's; at the third compaction with no
+    # truncation, 1.0's prior coverage is also what a second summary that counted the first one's
+    # coverage (saw read as the whole context) would give: the wrong new-summary coverage
+    names = [("first", 0, r.v1[0]), ("second_v1", 1, r.v1[1]), ("third_v1", 2, r.v1[2]),
+             ("first_lineage", 0, r.lineage[0]), ("second_lineage", 1, r.lineage[1]),
+             ("third_lineage", 2, r.lineage[2])]
+    built = {name: _case(spec, s, k, pc, name) for name, k, pc in names}
+    encs = {name: Encoder(spec, zc) for name, (zc, _) in built.items()}
     # the story of brief 4c: the history grows between the compactions, each summary ends where
-    # its tail starts, and the later summarizer's input starts at the first one's tail: the first
-    # summary is all that held [c0, t0), and the later summarizer never saw it
-    story = z3.And(s.f > 0, s.n[0] < s.n[1], s.inputs[1][0] == s.t[0], s.covers[1][0] == s.t[0],
+    # its tail starts, and each later summarizer's input starts at the previous tail: the first
+    # summary is all that held [c0, t0), the second summarizer never saw it, the third saw only
+    # the second summary (the first had left the context)
+    story = z3.And(s.f > 0, *[s.n[k] < s.n[k + 1] for k in (0, 1)],
+                   *[z3.And(s.inputs[k][0] == s.t[k - 1], s.covers[k][0] == s.t[k - 1]) for k in (1, 2)],
                    *[z3.And(s.covers[k][0] < s.covers[k][1], s.covers[k][1] == s.t[k], s.t[k] < s.n[k])
-                     for k in (0, 1)])
+                     for k in (0, 1, 2)])
+    refuses_with_hole = [z3.And(encs[c].clause(p, p.wellformed), z3.Not(encs[c].clause(p, "no_hole")))
+                         for c in ("second_lineage", "third_lineage") for p in contract]
     formula = z3.And(
-        s.well_formed(), r.valid, z3.Not(seen), story, first_pc, v1_pc, lin_pc, lin_first_pc,
-        *[encs[c].allows(p) for c in ("first", "later_v1", "first_lineage") for p in contract],
-        *[z3.And(encs["later_lineage"].clause(p, p.wellformed), z3.Not(encs["later_lineage"].clause(p, "no_hole")))
-          for p in contract],
+        s.well_formed(), r.valid, z3.Not(seen), story, *[pc for _, pc in built.values()],
+        *[encs[c].allows(p) for c in ("first", "second_v1", "third_v1", "first_lineage") for p in contract],
+        *refuses_with_hole,
     )
     result, model = find(formula)
     if result.status != "witness":
         return result
     events = event_log(model, s)
-    cases = {name: case_from_model(spec, zc, model) for name, zc in
-             (("first", first), ("later_1.0", later_v1), ("later_lineage", later_lin))}
+    shown = {"first": "first", "second_v1": "second_1.0", "third_v1": "third_1.0",
+             "second_lineage": "second_lineage", "third_lineage": "third_lineage"}
+    cases = {label: case_from_model(spec, built[name][0], model) for name, label in shown.items()}
     v1_expected = _v1_prior_coverage(events)
 
     def expect(c: dict[str, dict[str, Any]], d: dict[str, dict[str, Decision]]) -> str | None:
-        for name, k in (("first", 0), ("later_1.0", 1)):
+        for name, k in (("first", 0), ("second_1.0", 1), ("third_1.0", 2)):
             if _offsets(c[name]["prior_coverage"]) != v1_expected[k]:
                 return f"{name}: prior_coverage {c[name]['prior_coverage']} is not SPEC.md 9.3's"
         for p in ("strict", "partitioned"):
-            if not (d["first"][p].allowed and d["later_1.0"][p].allowed):
-                return f"{p}: 1.0's cases {d['first'][p]}, {d['later_1.0'][p]}"
-            lin = d["later_lineage"][p]
-            if lin.allowed or "no_hole" not in lin.failed or not lin.holes:
-                return f"{p}: lineage case {lin}"
+            if not all(d[name][p].allowed for name in ("first", "second_1.0", "third_1.0")):
+                return f"{p}: 1.0's cases {d['first'][p]}, {d['second_1.0'][p]}, {d['third_1.0'][p]}"
+            for name in ("second_lineage", "third_lineage"):
+                lin = d[name][p]
+                if lin.allowed or "no_hole" not in lin.failed or not lin.holes:
+                    return f"{p}: {name} case {lin}"
         for p in ("strict", "partitioned"):
             with_lineage = _audit(events, p)
             as_v1 = _audit(event_log(model, s, lineage_keys=False), p)
             if not all(v.allowed for v in as_v1):
                 return f"audit {p} of the log without saw/keeps (1.0's meaning): {as_v1}"
-            if with_lineage[0] != d["first"][p] or with_lineage[1] != d["later_lineage"][p]:
-                return f"audit {p} of the log: {with_lineage}, checker: {d['first'][p]}, {d['later_lineage'][p]}"
+            want = [d["first"][p], d["second_lineage"][p], d["third_lineage"][p]]
+            if with_lineage != want:
+                return f"audit {p} of the log: {with_lineage}, checker: {want}"
         return None
 
     result = replayed(spec, cases, expect, model={"events": events, "cases": cases})
     if result.status == "witness":
         result = dataclasses.replace(result, detail=f"{result.detail}, and the log through the audit "
-                                     "(strict, partitioned): agrees")
+                                     "(strict, partitioned): agrees at all three compactions")
     return result

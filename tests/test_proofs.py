@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -317,16 +318,51 @@ def test_t14w_event_log_and_cases() -> None:
     assert result.model is not None and result.replay is not None
     events, cases = result.model["events"], result.model["cases"]
     compacts = [e for e in events if e["event"] == "compact"]
-    assert len(compacts) == 2 and compacts[1]["saw"] == [] and compacts[1]["keeps"] == []
+    assert len(compacts) == 3 and compacts[1]["saw"] == [] and compacts[1]["keeps"] == []
+    assert "saw" not in compacts[2] and "keeps" not in compacts[2]  # the third sees the default: the context
     assert not any(e["event"] == "truncate" for e in events)
-    assert cases["later_1.0"]["prior_coverage"] and not cases["later_lineage"]["prior_coverage"]
+    for k in ("second", "third"):
+        assert cases[f"{k}_1.0"]["prior_coverage"] != cases[f"{k}_lineage"]["prior_coverage"]
+    assert not cases["second_lineage"]["prior_coverage"] and cases["third_lineage"]["prior_coverage"]
     for p in ("strict", "partitioned"):
-        assert result.replay["later_1.0"][p]["decision"] == "allow"
-        lin = result.replay["later_lineage"][p]
-        assert lin["decision"] == "refuse" and "no_hole" in lin["failed"] and lin["holes"]
-    assert "through the audit" in result.detail
-    holes = result.replay["later_lineage"]["strict"]["holes"]
-    assert [list(h) for h in lineage._audit(events, "strict")[1].holes] == holes
+        for k in ("first", "second_1.0", "third_1.0"):
+            assert result.replay[k][p]["decision"] == "allow"
+        for k in ("second_lineage", "third_lineage"):
+            lin = result.replay[k][p]
+            assert lin["decision"] == "refuse" and "no_hole" in lin["failed"] and lin["holes"]
+    assert "through the audit" in result.detail and "all three compactions" in result.detail
+    audit = lineage._audit(events, "strict")
+    assert [list(h) for h in audit[2].holes] == result.replay["third_lineage"]["strict"]["holes"]
+
+
+def _coverage_counts_the_context(s: lineage.Step) -> lineage.Effect:
+    """E(S_k) counts every summary in the context, not the ones it saw (an explicit "saw": []
+    read as "saw everything" for the new summary's coverage); its own prior coverage is right."""
+    right = lineage.lineage_rule(s)
+    return lineage.Effect(right.prior_coverage, lambda x: z3.Or(z3.And(s.honest_raw(x), z3.Not(s.truncated(x))),
+                                                                s.union_of(s.in_context)(x)), right.stays)
+
+
+def test_a_wrong_new_summary_coverage_has_no_t14w_witness() -> None:
+    """Under the defaults saw is the context, so T14 cannot tell; T14w's third compaction can."""
+    assert lineage.defaults_give_v1_coverage(rule=_coverage_counts_the_context).status == "proved"
+    assert lineage.unseen_summary_is_a_hole(rule=_coverage_counts_the_context).status == "no-witness"
+
+
+def test_t14w_fails_when_the_runtime_reads_an_empty_saw_as_every_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same bug in the ledger that runs (SummaryContext.commit): the witness's log, replayed
+    through the audit, is allowed at the third compaction, which the checker refuses."""
+    from tailguard.runtime.lineage import SummaryContext
+
+    original = SummaryContext.commit
+
+    def commit(self: SummaryContext, sid: str, tag: object, honest: Any, saw: Any, keeps: Any) -> Any:
+        return original(self, sid, tag, honest, saw or None, keeps)
+
+    monkeypatch.setattr(SummaryContext, "commit", commit)
+    result = lineage.unseen_summary_is_a_hole()
+    assert result.status == "mismatch", result
+    assert "audit strict of the log" in result.detail
 
 
 # --- T18: the generated checker as written, read back and proved (issue 16, item 1) -------------

@@ -84,6 +84,11 @@ def test_an_adopt_line_may_not_reuse_an_id_a_compaction_used_before_it() -> None
     log = _log({"event": "compact", "summary_input": [0, 0], "summary_covers": [0, 0], "tail_start": 0},
                {"event": "evict_summary", "summary": "0"},
                {"event": "adopt", "range": [0, 4], "reason": "late", "summary": "0"})
-    with pytest.raises(EventLogError) as info:
+    with pytest.raises(EventLogError) as info:  # a log: the adopt line is not the first event (SPEC.md 11.4)
         Ledger.from_log(log)
-    assert str(info.value) == "<log>:4: summary: summary id '0' is already used"
+    assert str(info.value) == ("<log>:4: event: adopt must come before every other event (it names what "
+                               "predates the guard)")
+    core = LedgerCore(2, "turns", "turns")  # the core's own check, for its other callers
+    core.compact((0, 0), (0, 0), 2)
+    core.evict("0", 3)
+    assert core.adopt_problem(4, "0") == ("summary", "summary id '0' is already used")

@@ -431,6 +431,11 @@ CHECKER_BREAKS: list[tuple[str, str, str, str]] = [
      "                if lo < low or hi > high:", "_merge_run_bounded"),
     ("_merge_run_bounded: adjacent runs not joined", "                    elif lo <= run_hi:",
      "                    elif lo < run_hi:", "_merge_run_bounded"),
+    # a give-up is no wrong decision (the sort follows), only a silent slowdown: T18 proves there is none
+    ("_merge_run_bounded: gives up on a pair ending at high", "                if lo < low or hi < lo or hi > high:",
+     "                if lo < low or hi < lo or hi >= high:", "_merge_run_bounded"),
+    ("_merge_run_bounded: gives up on equal starts", "                    elif lo < run_lo:",
+     "                    elif lo <= run_lo:", "_merge_run_bounded"),
     ("_merge_run_bounded: a bad item skipped", "                continue\n        ordered = False\n        break\n",
      "                continue\n        break\n", "_merge_run_bounded"),
     ("_meets: last pair missed", "    j = _bisect_left(items, (stop,)) - 1\n",

@@ -1,4 +1,4 @@
-// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 c5b5e939ca510ff1); generator: tailguard.backends.js_render.
+// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 6ce9d103823e14f0); generator: tailguard.backends.js_render.
 // Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
 // The conformance line protocol for the JavaScript checker:
 //   tailguard conform -- node js/conform-adapter.mjs

@@ -1,4 +1,4 @@
-// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 c5b5e939ca510ff1); generator: tailguard.backends.dts_render.
+// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 6ce9d103823e14f0); generator: tailguard.backends.dts_render.
 // Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
 // Types of tailguard-checker.mjs, the tailguard runtime checker for Node.js (spec 1.1.0).
 

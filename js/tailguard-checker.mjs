@@ -1,10 +1,10 @@
-// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 c5b5e939ca510ff1); generator: tailguard.backends.js_render.
+// GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 6ce9d103823e14f0); generator: tailguard.backends.js_render.
 // Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
 // tailguard runtime checker for Node.js, spec 1.1.0: one dependency-free ES module.
 // checkCase(caseObject, profile) -> {decision, failed, holes}; unusable input throws CaseError.
 
 export const SPEC_VERSION = "1.1.0";
-export const SPEC_SHA256 = "c5b5e939ca510ff1aa0321ad79f517179e7c8694dcbc714fe86aafbb154c7e90";
+export const SPEC_SHA256 = "6ce9d103823e14f02b1a55996a68e476151f05d3d05b6dcc2a800ed6e68bb4eb";
 export const UNITS = Object.freeze(["turns", "messages", "tokens"]);
 export const PROFILES = Object.freeze(["seed", "strict", "partitioned"]);
 export const CLAUSES = Object.freeze({"seed": ["units_agree", "floor_reach", "truncation_clear"], "strict": ["well_formed", "units_agree", "floor_in_input", "floor_in_tail", "tail_intact", "seam_contiguous", "summary_honest", "no_hole"], "partitioned": ["well_formed", "units_agree", "floor_in_tail", "tail_intact", "seam_contiguous", "summary_honest", "no_hole"]});

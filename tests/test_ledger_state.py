@@ -304,3 +304,49 @@ def test_the_ledger_api_from_log_and_restore_keep_the_state(chunk: int) -> None:
             for which in (led, again, restored):
                 assert which.decide(summary_input=(0, m.n), summary_covers=(max(0, m.n - 5), m.n),
                                     tail_start=m.n, saw=s, keeps=k) == want, (s, k, log)
+
+
+# -- the interval structures under the state, across blocks ---------------------------------------
+
+def _points(u: Any) -> set[int]:
+    return {x for lo, hi in u for x in range(lo, hi)}
+
+
+@pytest.mark.parametrize("reach", ["to-the-end", "into-the-last-block", "past-the-end"])
+def test_a_range_added_across_blocks_keeps_every_query_right(reach: str) -> None:
+    """An add whose merge spans from one block through a later one (here, often the last)
+    splices several blocks at once: every block left must be non-empty with current tops, and
+    every later query and update must still match a set of offsets."""
+    from tailguard.runtime.interval_index import LOAD, IntervalUnion
+
+    u = IntervalUnion()
+    model: set[int] = set()
+    rows = 5 * LOAD  # several blocks
+    for k in range(rows):
+        u.add(10 * k, 10 * k + 3)
+        model |= set(range(10 * k, 10 * k + 3))
+    end = {"to-the-end": 10 * (rows - 1) + 2, "into-the-last-block": 10 * (rows - 3), "past-the-end": 10 * rows + 50}[reach]
+    u.add(15, end)
+    model |= set(range(15, end))
+    u.check()
+    assert _points(u) == model
+    rng = random.Random(reach)
+    for _ in range(400):
+        lo = rng.randrange(-5, 10 * rows + 80)
+        hi = lo + rng.randint(0, 40)
+        op = rng.choice(("add", "remove", "query"))
+        if op == "add":
+            u.add(lo, hi)
+            model |= set(range(lo, hi))
+        elif op == "remove":
+            u.remove(lo, hi)
+            model -= set(range(lo, hi))
+        want_gaps = runs(set(range(lo, hi)) - model)
+        assert u.gaps(lo, hi) == want_gaps, (op, lo, hi)
+        assert u.covers(lo, hi) == (not want_gaps)
+        assert u.intersects(lo, hi) == bool(set(range(lo, hi)) & model)
+        assert u.pieces(lo, hi) == runs(set(range(lo, hi)) & model)
+        if model:
+            assert (u.min_lo, u.max_hi) == (min(model), max(model) + 1)
+    u.check()
+    assert _points(u) == model

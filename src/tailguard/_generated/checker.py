@@ -1,4 +1,4 @@
-# GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 c5b5e939ca510ff1); generator: tailguard.backends.python_render.
+# GENERATED FILE, do not edit. Source: spec/clauses.toml (spec 1.1.0, sha256 6ce9d103823e14f0); generator: tailguard.backends.python_render.
 # Regenerate with `tailguard gen`; `tailguard gen --check` fails when stale.
 """tailguard runtime checker, spec 1.1.0.
 
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 SPEC_VERSION = '1.1.0'
-SPEC_SHA256 = 'c5b5e939ca510ff1aa0321ad79f517179e7c8694dcbc714fe86aafbb154c7e90'
+SPEC_SHA256 = '6ce9d103823e14f02b1a55996a68e476151f05d3d05b6dcc2a800ed6e68bb4eb'
 UNITS = ('turns', 'messages', 'tokens')
 PROFILES = ('seed', 'strict', 'partitioned')
 CLAUSES: dict[str, tuple[str, ...]] = {

@@ -76,6 +76,28 @@ class Profile:
         raise KeyError(cid)
 
 
+#: The names a lineage expression may use: compaction k's C, I and TRU (as in its case), and
+#: the unions of the effective coverage of the summaries it saw whole and of those it keeps.
+LINEAGE_NAMES: dict[str, Type] = {"C": "interval", "I": "interval", "TRU": "set", "SEEN": "set", "KEPT": "set"}
+LINEAGE_SAW_DEFAULTS = ("context",)
+LINEAGE_KEEPS_DEFAULTS = ("none",)
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Summary lineage (spec 1.1): ``E(S_k)`` and a compaction's prior coverage, as sets over
+    :data:`LINEAGE_NAMES`; ``saw_default``/``keeps_default``: what an unstated ``saw``/``keeps`` means."""
+
+    effective_coverage_source: str
+    effective_coverage: ast.Node
+    effective_coverage_doc: str
+    prior_coverage_source: str
+    prior_coverage: ast.Node
+    prior_coverage_doc: str
+    saw_default: str
+    keeps_default: str
+
+
 @dataclass(frozen=True)
 class Spec:
     version: str
@@ -85,6 +107,7 @@ class Spec:
     profiles: tuple[Profile, ...]
     path: str
     sha256: str
+    lineage: Lineage | None = None
 
     def profile(self, pid: str) -> Profile:
         for p in self.profiles:
@@ -225,8 +248,35 @@ def load_spec(path: str | Path) -> Spec:
                                 report, gate, tuple(clauses)))
     if not profiles:
         raise SpecError(f"{path}: no [[profile]] defined")
+    lineage = _lineage(ctx, data["lineage"], env) if "lineage" in data else None
     return Spec(version, tuple(units), tuple(inputs), tuple(defines), tuple(profiles), str(path),
-                hashlib.sha256(raw).hexdigest())
+                hashlib.sha256(raw).hexdigest(), lineage)
+
+
+def _lineage(ctx: _Ctx, raw: object, env: dict[str, Type]) -> Lineage:
+    """The ``[lineage]`` table: two set expressions over :data:`LINEAGE_NAMES` only (what a
+    compaction's lineage depends on), and the defaults."""
+    if not isinstance(raw, dict):
+        raise ctx.fail("lineage", "[lineage]", "must be a table")
+    for name, typ in LINEAGE_NAMES.items():
+        if name in env and env[name] != typ:
+            raise ctx.fail("lineage", "[lineage]", f"{name} is a {env[name]} in the spec, a lineage expression needs a {typ}")
+    exprs: dict[str, tuple[str, ast.Node]] = {}
+    for key in ("effective_coverage", "prior_coverage"):
+        where = f"lineage.{key}"
+        src = ctx.string(raw, key, where)
+        node, _ = ctx.expr(src, dict(LINEAGE_NAMES), where, {"set", "interval"})
+        exprs[key] = (src, node)  # typed in LINEAGE_NAMES alone: any other name is an error
+    saw = ctx.string(raw, "saw_default", "lineage.saw_default")
+    if saw not in LINEAGE_SAW_DEFAULTS:
+        raise ctx.fail("lineage.saw_default", "saw_default", f"must be one of {LINEAGE_SAW_DEFAULTS}, not {saw!r}")
+    keeps = ctx.string(raw, "keeps_default", "lineage.keeps_default")
+    if keeps not in LINEAGE_KEEPS_DEFAULTS:
+        raise ctx.fail("lineage.keeps_default", "keeps_default", f"must be one of {LINEAGE_KEEPS_DEFAULTS}, not {keeps!r}")
+    return Lineage(exprs["effective_coverage"][0], exprs["effective_coverage"][1],
+                   ctx.string(raw, "effective_coverage_doc", "lineage", required=False),
+                   exprs["prior_coverage"][0], exprs["prior_coverage"][1],
+                   ctx.string(raw, "prior_coverage_doc", "lineage", required=False), saw, keeps)
 
 
 def _derived_profile(ctx: _Ctx, raw_p: dict[str, Any], pid: str, earlier: list[Profile]) -> Profile:

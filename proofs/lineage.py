@@ -6,7 +6,9 @@ creates ``S_k`` with effective coverage ``E(S_k) = ((C_k ∩ I_k) \\ TRU_k) ∪ 
 its case's prior coverage is ``⋃{E(S_j) : j ∈ saw_k ∪ keeps_k}``, and every summary neither seen
 nor kept leaves the context. Defaults: ``saw`` = every summary in the context, ``keeps`` = none.
 
-The rule is a parameter: a :data:`LineageRule` maps one compaction (:class:`Step`, sets as
+The rule is written once, in the ``[lineage]`` table of spec/clauses.toml; :func:`spec_rule`
+encodes its two expressions as written (a break test edits them). The theorems take the rule
+as a parameter: a :data:`LineageRule` maps one compaction (:class:`Step`, sets as
 offset predicates, summaries named by their ordinals) to its :class:`Effect`. The machinery
 around it is fixed: ``E(S_j)`` never changes once ``S_j`` exists (a summary is a block the
 truncator never touches), ``S_k`` joins the context, and an earlier summary stays only if it
@@ -35,7 +37,7 @@ from typing import Any
 
 import z3
 
-from proofs._common import replayed, setup
+from proofs._common import project_spec, replayed, setup
 from tailguard._generated.checker import Decision
 from tailguard.audit import replay as audit_replay
 from tailguard.backends.z3_encode import Encoder, FixedList, ZCase, case_from_model, fresh_int
@@ -84,14 +86,29 @@ class Effect:
 LineageRule = Callable[[Step], Effect]
 
 
+def spec_rule(spec: Spec) -> LineageRule:
+    """The rule of ``spec``'s ``[lineage]`` table (spec/clauses.toml), encoded as written: ``E(S_k)``
+    and the prior coverage are its two set expressions over ``C``, ``I`` and ``TRU`` (compaction
+    k's; ``C`` is bound to ``C_k ∩ I_k`` and ``I`` to every offset, so the rule is proved for any
+    set ``C ∩ I``), ``SEEN`` (the union over ``saw``) and ``KEPT`` (over ``keeps``). What stays in
+    the context is ``keeps`` (SPEC.md 10: the structure, not an expression)."""
+    lin = spec.lineage
+    if lin is None:
+        raise ValueError(f"{spec.path} has no [lineage] table: the lineage rule is written there")
+    enc = Encoder(spec, ZCase({}))  # every name a lineage expression may use is bound below
+
+    def rule(s: Step) -> Effect:
+        local = {"C": s.honest_raw, "I": lambda x: z3.BoolVal(True), "TRU": s.truncated,
+                 "SEEN": s.union_of(s.saw), "KEPT": s.union_of(s.keeps)}
+        return Effect(prior_coverage=enc.as_set(lin.prior_coverage, local),
+                      coverage=enc.as_set(lin.effective_coverage, local), stays=s.keeps)
+
+    return rule
+
+
 def lineage_rule(s: Step) -> Effect:
-    """Brief section 4c as written."""
-    seen = s.union_of(s.saw)
-    return Effect(
-        prior_coverage=s.union_of(lambda j: z3.Or(s.saw(j), s.keeps(j))),
-        coverage=lambda x: z3.Or(z3.And(s.honest_raw(x), z3.Not(s.truncated(x))), seen(x)),
-        stays=s.keeps,
-    )
+    """The project spec's rule (:func:`spec_rule` of spec/clauses.toml)."""
+    return spec_rule(project_spec())(s)
 
 
 def _never(_: Any) -> Any:
@@ -340,12 +357,14 @@ def _bmc(rule: LineageRule, compactions: int) -> Result:
 @theorem(
     "T14", "With the default saw and keeps, lineage gives 1.0's prior coverage",
     "With saw = every summary in the context, keeps = none and no evict_summary event, the lineage "
-    "rule's prior coverage of every compaction equals 1.0's (the union of every earlier compaction's "
+    "rule of spec/clauses.toml ([lineage], encoded as written) gives every compaction 1.0's prior "
+    "coverage (the union of every earlier compaction's "
     "honest part (C_j ∩ I_j) \\ TRU_j), for any number of compactions (induction on compactions, "
     "offset by offset, for any sets C_k ∩ I_k and TRU_k and any number of summaries in the context).",
 )
-def defaults_give_v1_coverage(spec: Spec | None = None, rule: LineageRule = lineage_rule) -> Result:
-    setup(spec)
+def defaults_give_v1_coverage(spec: Spec | None = None, rule: LineageRule | None = None) -> Result:
+    spec = setup(spec)
+    rule = rule or spec_rule(spec)
     bmc = _bmc(rule, BMC_COMPACTIONS)
     if bmc.status != "proved":
         return Result(bmc.status, detail=f"sessions of {BMC_COMPACTIONS} compactions: {bmc.detail}", model=bmc.model)
@@ -411,8 +430,9 @@ def _audit(events: list[dict[str, Any]], profile: str) -> list[Decision]:
     "Printed as the event log and the equivalent cases, replayed through the generated checker and the audit.",
     kind="witness",
 )
-def unseen_summary_is_a_hole(spec: Spec | None = None, rule: LineageRule = lineage_rule) -> Result:
+def unseen_summary_is_a_hole(spec: Spec | None = None, rule: LineageRule | None = None) -> Result:
     spec = setup(spec)
+    rule = rule or spec_rule(spec)
     seen, kept = z3.Bool("saw1.0"), z3.Bool("keeps1.0")
     s = Session.symbolic("w.", 3, truncations=False, saw=[None, [seen], None], keeps=[None, [kept], None])
     r = run(rule, s)
@@ -474,4 +494,79 @@ def unseen_summary_is_a_hole(spec: Spec | None = None, rule: LineageRule = linea
     if result.status == "witness":
         result = dataclasses.replace(result, detail=f"{result.detail}, and the log through the audit "
                                      "(strict, partitioned): agrees at all three compactions")
+    return result
+
+
+# --- T14k: a kept summary counts ----------------------------------------------------------------
+
+def _without_keeps(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log with every ``keeps`` key removed (a ledger that ignores keeps reads it so)."""
+    return [{k: v for k, v in ev.items() if k != "keeps"} for ev in events]
+
+
+@theorem(
+    "T14k", "A summary kept beside the new one still counts; dropped, it is a hole",
+    "Witness: a session of three compactions without truncations whose second compaction saw no summary "
+    "but kept the first one in the context, and whose third saw every summary in the context (the "
+    "default). By the spec's lineage rule (spec/clauses.toml [lineage]) strict and partitioned allow all "
+    "three; with the keeps ignored (prior coverage without KEPT, the kept summary leaving the context) "
+    "both refuse the second and the third with no_hole and a hole. Printed as the event log and the "
+    "equivalent cases, replayed through the generated checker, and the log (with and without its keeps) "
+    "through the audit.",
+    kind="witness",
+)
+def kept_summary_counts(spec: Spec | None = None, rule: LineageRule | None = None) -> Result:
+    spec = setup(spec)
+    rule = rule or spec_rule(spec)
+    seen, kept = z3.Bool("saw1.0"), z3.Bool("keeps1.0")
+    s = Session.symbolic("k.", 3, truncations=False, saw=[None, [seen], None], keeps=[None, [kept], None])
+    r = run(rule, s)
+    dropped = run(rule, dataclasses.replace(s, keeps=[None, [z3.BoolVal(False)], None]))
+    contract = [spec.profile(p) for p in ("strict", "partitioned")]
+    names = [("first", 0, r.lineage[0]), ("second", 1, r.lineage[1]), ("third", 2, r.lineage[2]),
+             ("second_keeps_ignored", 1, dropped.lineage[1]), ("third_keeps_ignored", 2, dropped.lineage[2])]
+    built = {name: _case(spec, s, k, pc, name) for name, k, pc in names}
+    encs = {name: Encoder(spec, zc) for name, (zc, _) in built.items()}
+    # as in T14w's story: each later summarizer's input starts at the previous tail, so the second
+    # never saw what the first summary holds; here it keeps that summary in the context instead
+    story = z3.And(s.f > 0, *[s.n[k] < s.n[k + 1] for k in (0, 1)],
+                   *[z3.And(s.inputs[k][0] == s.t[k - 1], s.covers[k][0] == s.t[k - 1]) for k in (1, 2)],
+                   *[z3.And(s.covers[k][0] < s.covers[k][1], s.covers[k][1] == s.t[k], s.t[k] < s.n[k])
+                     for k in (0, 1, 2)])
+    refuses_with_hole = [z3.And(encs[c].clause(p, p.wellformed), z3.Not(encs[c].clause(p, "no_hole")))
+                         for c in ("second_keeps_ignored", "third_keeps_ignored") for p in contract]
+    formula = z3.And(
+        s.well_formed(), r.valid, z3.Not(seen), kept, story, *[pc for _, pc in built.values()],
+        *[encs[c].allows(p) for c in ("first", "second", "third") for p in contract],
+        *refuses_with_hole,
+    )
+    result, model = find(formula)
+    if result.status != "witness":
+        return result
+    events = event_log(model, s)
+    cases = {name: case_from_model(spec, built[name][0], model) for name, _, _ in names}
+
+    def expect(c: dict[str, dict[str, Any]], d: dict[str, dict[str, Decision]]) -> str | None:
+        for p in ("strict", "partitioned"):
+            if not all(d[name][p].allowed for name in ("first", "second", "third")):
+                return f"{p}: the lineage cases {d['first'][p]}, {d['second'][p]}, {d['third'][p]}"
+            for name in ("second_keeps_ignored", "third_keeps_ignored"):
+                got = d[name][p]
+                if got.allowed or "no_hole" not in got.failed or not got.holes:
+                    return f"{p}: {name} case {got}"
+            with_keeps = _audit(events, p)
+            want = [d["first"][p], d["second"][p], d["third"][p]]
+            if with_keeps != want:
+                return f"audit {p} of the log: {with_keeps}, checker: {want}"
+            without = _audit(_without_keeps(events), p)
+            want = [d["first"][p], d["second_keeps_ignored"][p], d["third_keeps_ignored"][p]]
+            if without != want:
+                return f"audit {p} of the log without its keeps: {without}, checker: {want}"
+        return None
+
+    result = replayed(spec, cases, expect, model={"events": events, "cases": cases})
+    if result.status == "witness":
+        result = dataclasses.replace(result, detail=f"{result.detail}, and the log through the audit "
+                                     "(strict, partitioned), with and without its keeps: agrees at all three "
+                                     "compactions")
     return result

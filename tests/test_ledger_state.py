@@ -107,7 +107,8 @@ class Model:
             "history_end": self.n, "tail_start": ev["tail_start"], "summary_input": ev["summary_input"],
             "summary_covers": ev["summary_covers"], "recovery_floor_span": self.header["recovery_floor_span"],
             "floor_unit": self.header["floor_unit"], "truncator_unit": self.header["truncator_unit"],
-            "prior_truncations": self.truncations, "prior_coverage": [list(p) for p in runs(self.coverage([*seen, *keeps]))],
+            "prior_truncations": self.truncations,
+            "prior_coverage": [list(p) for p in runs(self.coverage([*seen, *keeps]))],
             "spills": self.spills,
         }
 
@@ -325,7 +326,8 @@ def test_a_range_added_across_blocks_keeps_every_query_right(reach: str) -> None
     for k in range(rows):
         u.add(10 * k, 10 * k + 3)
         model |= set(range(10 * k, 10 * k + 3))
-    end = {"to-the-end": 10 * (rows - 1) + 2, "into-the-last-block": 10 * (rows - 3), "past-the-end": 10 * rows + 50}[reach]
+    end = {"to-the-end": 10 * (rows - 1) + 2, "into-the-last-block": 10 * (rows - 3),
+           "past-the-end": 10 * rows + 50}[reach]
     u.add(15, end)
     model |= set(range(15, end))
     u.check()

@@ -39,7 +39,7 @@ def test_prove_cli_all_hold() -> None:
     assert data["failed"] == 0
     ids = {t["id"] for t in data["theorems"]}
     assert {"T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T8w", "T9",
-            "T10", "T11", "T12", "T13", "T14", "T14w"} <= ids
+            "T10", "T11", "T12", "T13", "T14", "T14w", "T14k"} <= ids
     for t in data["theorems"]:
         assert t["status"] in ("proved", "witness"), t
         if t["kind"] == "witness":
@@ -544,3 +544,82 @@ def test_js_checker_holds_the_proved_algorithms_text_for_text() -> None:
     for f in runtime_algorithms.read_algorithms(CHECKER_TEXT).values():
         assert scan_ir.render_js(f) in js, f.name
     assert js == js_render.render_js(load_spec(ROOT / "spec" / "clauses.toml"))
+
+
+# --- the lineage rule is the spec's ([lineage] in spec/clauses.toml, issue 32 item 1) -------------
+
+LINEAGE_E = 'effective_coverage = "((C & I) \\\\ TRU) | SEEN"'
+LINEAGE_PC = 'prior_coverage = "SEEN | KEPT"'
+
+#: the spec's lineage rule edited: (what, old, new, theorem, status it must get)
+LINEAGE_BREAKS: list[tuple[str, str, str, Callable[..., Result], str]] = [
+    ("E without \\ TRU", LINEAGE_E, 'effective_coverage = "(C & I) | SEEN"', lineage.defaults_give_v1_coverage,
+     "counterexample"),
+    ("E forgets what it saw", LINEAGE_E, 'effective_coverage = "(C & I) \\\\ TRU"', lineage.defaults_give_v1_coverage,
+     "counterexample"),
+    ("E forgets its honest part", LINEAGE_E, 'effective_coverage = "SEEN"', lineage.defaults_give_v1_coverage,
+     "counterexample"),
+    ("prior coverage without KEPT", LINEAGE_PC, 'prior_coverage = "SEEN"', lineage.kept_summary_counts, "no-witness"),
+    ("prior coverage without SEEN", LINEAGE_PC, 'prior_coverage = "KEPT"', lineage.defaults_give_v1_coverage,
+     "counterexample"),
+    ("prior coverage counts the honest part", LINEAGE_PC, 'prior_coverage = "SEEN | KEPT | (C & I)"',
+     lineage.defaults_give_v1_coverage, "counterexample"),
+]
+
+
+def test_the_lineage_rule_is_read_from_the_spec() -> None:
+    spec = load_spec(ROOT / "spec" / "clauses.toml")
+    assert spec.lineage is not None
+    assert spec.lineage.effective_coverage_source == "((C & I) \\ TRU) | SEEN"
+    assert spec.lineage.prior_coverage_source == "SEEN | KEPT"
+    assert (spec.lineage.saw_default, spec.lineage.keeps_default) == ("context", "none")
+
+
+@pytest.mark.parametrize(("what", "old", "new", "thm", "status"), LINEAGE_BREAKS, ids=[b[0] for b in LINEAGE_BREAKS])
+def test_editing_the_specs_lineage_rule_fails_a_lineage_theorem(
+    tmp_path: Path, what: str, old: str, new: str, thm: Callable[..., Result], status: str
+) -> None:
+    spec = mutated(tmp_path, old, new)
+    assert thm(spec).status == status, what
+    assert thm().status in ("proved", "witness")  # the committed spec's rule: the theorem holds
+
+
+def test_t14k_event_log_and_cases() -> None:
+    result = lineage.kept_summary_counts()
+    assert result.status == "witness", result
+    assert result.model is not None and result.replay is not None
+    compacts = [e for e in result.model["events"] if e["event"] == "compact"]
+    assert len(compacts) == 3 and compacts[1]["saw"] == [] and compacts[1]["keeps"] == [compacts[0]["summary"]]
+    for p in ("strict", "partitioned"):
+        assert all(result.replay[k][p]["decision"] == "allow" for k in ("first", "second", "third"))
+        for k in ("second_keeps_ignored", "third_keeps_ignored"):
+            got = result.replay[k][p]
+            assert got["decision"] == "refuse" and "no_hole" in got["failed"] and got["holes"]
+    assert "with and without its keeps" in result.detail
+
+
+@pytest.mark.parametrize("where", ["replay", "core"])
+def test_t14k_fails_when_the_runtime_drops_keeps(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """The bug in the code that runs: the audit's replay (dispatch) or the ledger core (the
+    context) ignores keeps; the witness's log then disagrees with the checker."""
+    from tailguard.runtime.ledger_core import LedgerCore
+    from tailguard.runtime.lineage import SummaryContext
+
+    if where == "core":
+        original = SummaryContext.commit
+
+        def commit(self: SummaryContext, sid: str, tag: object, honest: Any, saw: Any, keeps: Any) -> Any:
+            return original(self, sid, tag, honest, saw, ())
+
+        monkeypatch.setattr(SummaryContext, "commit", commit)
+    else:
+        compact = LedgerCore.compact
+
+        def core_compact(self: LedgerCore, i: Any, c: Any, tag: object = None, **kw: Any) -> str:
+            kw["keeps"] = ()
+            return compact(self, i, c, tag, **kw)
+
+        monkeypatch.setattr(LedgerCore, "compact", core_compact)
+    result = lineage.kept_summary_counts()
+    assert result.status == "mismatch", result
+    assert "audit strict of the log" in result.detail

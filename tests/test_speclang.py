@@ -64,3 +64,32 @@ def test_spec_errors_name_file_line_and_clause(tmp_path: Path, old: str, new: st
     assert message in msg
     line = next(i for i, ln in enumerate(bad.read_text().splitlines(), 1) if new in ln)
     assert f"clauses.toml:{line}: clause strict." in msg
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "message"),
+    [
+        ('prior_coverage = "SEEN | KEPT"', 'prior_coverage = "SEEN | covered"', "lineage.prior_coverage",
+         "unknown name 'covered'"),
+        ('prior_coverage = "SEEN | KEPT"', 'prior_coverage = "SEEN | KEPT | n"', "lineage.prior_coverage",
+         "unknown name 'n'"),
+        ('effective_coverage = "((C & I) \\\\ TRU) | SEEN"', 'effective_coverage = "[C.lo, C.hi) | SEEN"',
+         "lineage.effective_coverage", "C.lo/.hi needs an interval"),
+        ('prior_coverage = "SEEN | KEPT"', 'prior_coverage = "SEEN subset KEPT"', "lineage.prior_coverage",
+         "expected interval or set, got bool"),
+        ('saw_default = "context"', 'saw_default = "all"', "lineage.saw_default", "must be one of ('context',)"),
+        ('keeps_default = "none"', 'keeps_default = "all"', "lineage.keeps_default", "must be one of ('none',)"),
+    ],
+)
+def test_lineage_errors_name_file_line_and_key(tmp_path: Path, old: str, new: str, where: str, message: str) -> None:
+    """The [lineage] table: set expressions over C, I, TRU, SEEN and KEPT only, the 1.1 defaults."""
+    text = SPEC.read_text()
+    assert text.count(old) == 1, old
+    bad = tmp_path / "clauses.toml"
+    bad.write_text(text.replace(old, new))
+    with pytest.raises(SpecError) as info:
+        load_spec(bad)
+    msg = str(info.value)
+    assert message in msg and f": {where}: " in msg, msg
+    line = next(i for i, ln in enumerate(bad.read_text().splitlines(), 1) if new in ln)
+    assert msg.startswith(f"{bad}:{line}: "), msg

@@ -41,6 +41,17 @@ def render_clause_reference(spec: Spec) -> str:
             if c.holes is not None:
                 holds += f"<br>holes = `{_cell(pretty(c.holes))}`"
             out.append(f"| `{c.id}` | {holds} | {_cell(c.meaning)} | {_cell(c.message)} |")
+    lin = spec.lineage
+    if lin is not None:
+        out += ["", "#### Summary lineage", "",
+                "Compaction k creates summary `S_k`. `SEEN`: the union of `E(S_j)` over the summaries in the "
+                "context its summarizer saw whole (`saw`); `KEPT`: over those it keeps beside `S_k` (`keeps`). "
+                "`C`, `I` and `TRU` are compaction k's. When it commits, the context is `keeps` and `S_k`.", "",
+                "| name | definition | meaning |", "|---|---|---|",
+                f"| `E(S_k)` | `{_cell(pretty(lin.effective_coverage))}` | {_cell(lin.effective_coverage_doc)} |",
+                f"| `prior_coverage` | `{_cell(pretty(lin.prior_coverage))}` | {_cell(lin.prior_coverage_doc)} |",
+                "", f"An unstated `saw` is every summary in the context (`{lin.saw_default}`); an unstated "
+                f"`keeps` is none (`{lin.keeps_default}`)."]
     out += ["", END]
     return "\n".join(out)
 

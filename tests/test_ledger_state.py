@@ -9,7 +9,8 @@ either side of a departure, sessions long enough to split the interval blocks) a
 random logs (:func:`tailguard.backends.ledger_vectors.random_log`, a seed of its own). After every
 event the core's state must equal the model's: the context, each summary's effective coverage,
 ``coverage()``, ``R = coverage ∪ SP``, ``lost = TRU \\ R``, the truncations, spills and unverified
-offsets. Before every compaction, its decision is asked under every profile and a set of lineage
+offsets (``E(S_k)`` and each prior coverage by the spec's ``[lineage]`` expressions, read from
+spec/clauses.toml and evaluated on sets: edit the rule there and these tests fail). Before every compaction, its decision is asked under every profile and a set of lineage
 queries (the log's own, the defaults, none seen, each summary seen or kept alone, all seen and
 kept) and must equal the generated checker's on the model's equivalent case. The same logs then
 drive the :class:`~tailguard.runtime.ledger.Ledger` through its API (every commit overridden, so
@@ -24,7 +25,8 @@ from __future__ import annotations
 import io
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +37,10 @@ from tailguard.runtime.dispatch import apply_events
 from tailguard.runtime.eventlog import Compact, iter_events
 from tailguard.runtime.ledger import Ledger
 from tailguard.runtime.ledger_core import LedgerCore
+from tailguard.speclang import ast
+from tailguard.speclang.load import Lineage, load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PROFILES = ("seed", "strict", "partitioned")
 
@@ -53,8 +59,31 @@ def span(p: list[int] | tuple[int, int]) -> set[int]:
     return set(range(p[0], p[1]))
 
 
+def evaluate(node: ast.Node, env: Mapping[str, set[int]]) -> set[int]:
+    """A lineage expression of the spec (names and set operations) on Python sets."""
+    match node:
+        case ast.Name(name=n):
+            return set(env[n])
+        case ast.SetOp(op="|", left=a, right=b):
+            return evaluate(a, env) | evaluate(b, env)
+        case ast.SetOp(op="&", left=a, right=b):
+            return evaluate(a, env) & evaluate(b, env)
+        case ast.SetOp(op="\\", left=a, right=b):
+            return evaluate(a, env) - evaluate(b, env)
+    raise TypeError(f"not a lineage expression of this model: {node!r}")
+
+
+def spec_lineage(path: Path = ROOT / "spec" / "clauses.toml") -> Lineage:
+    lin = load_spec(path).lineage
+    assert lin is not None
+    return lin
+
+
 class Model:
-    """SPEC.md 9 to 11 on sets of offsets: what the state must be after each event."""
+    """SPEC.md 9 to 11 on sets of offsets: what the state must be after each event. ``E(S_k)``
+    and the prior coverage are the spec's ``[lineage]`` expressions, evaluated on sets."""
+
+    lineage = spec_lineage()
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.header = header
@@ -96,19 +125,23 @@ class Model:
             saw = self.context if ev.get("saw") is None else ev["saw"]
             keeps = ev.get("keeps") or []
             sid = ev.get("summary") or str(self.count)
-            honest = (span(ev["summary_input"]) & span(ev["summary_covers"])) - self.tru()
-            self.E[sid] = honest | self.coverage(list(saw))
+            self.E[sid] = evaluate(self.lineage.effective_coverage, self.names(ev, list(saw), keeps))
             self.context = [s for s in self.context if s in keeps] + [sid]
             self.count += 1
 
+    def names(self, ev: dict[str, Any], seen: list[str], keeps: list[str]) -> dict[str, set[int]]:
+        return {"C": span(ev["summary_covers"]), "I": span(ev["summary_input"]), "TRU": self.tru(),
+                "SEEN": self.coverage(seen), "KEPT": self.coverage(keeps)}
+
     def case(self, ev: dict[str, Any], saw: list[str] | None, keeps: list[str]) -> dict[str, Any]:
         seen = self.context if saw is None else saw
+        pc = evaluate(self.lineage.prior_coverage, self.names(ev, list(seen), keeps))
         return {
             "history_end": self.n, "tail_start": ev["tail_start"], "summary_input": ev["summary_input"],
             "summary_covers": ev["summary_covers"], "recovery_floor_span": self.header["recovery_floor_span"],
             "floor_unit": self.header["floor_unit"], "truncator_unit": self.header["truncator_unit"],
             "prior_truncations": self.truncations,
-            "prior_coverage": [list(p) for p in runs(self.coverage([*seen, *keeps]))],
+            "prior_coverage": [list(p) for p in runs(pc)],
             "spills": self.spills,
         }
 
@@ -352,3 +385,28 @@ def test_a_range_added_across_blocks_keeps_every_query_right(reach: str) -> None
             assert (u.min_lo, u.max_hi) == (min(model), max(model) + 1)
     u.check()
     assert _points(u) == model
+
+
+# -- the model is the spec's lineage rule: edit the rule and the runtime no longer agrees -----------
+
+@pytest.mark.parametrize(("what", "old", "new", "log"), [
+    ("prior coverage without KEPT", 'prior_coverage = "SEEN | KEPT"', 'prior_coverage = "SEEN"', "keeps-seen-and-kept"),
+    ("E without what it saw", 'effective_coverage = "((C & I) \\\\ TRU) | SEEN"',
+     'effective_coverage = "(C & I) \\\\ TRU"', "two-then-default-then-unseen"),
+    ("E without \\ TRU", 'effective_coverage = "((C & I) \\\\ TRU) | SEEN"', 'effective_coverage = "(C & I) | SEEN"',
+     "long-blocks"),
+])
+def test_the_runtime_follows_the_specs_lineage_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str, old: str, new: str, log: str
+) -> None:
+    """The logs above pass with the spec's rule; with the rule edited in the spec, the model
+    (which reads it) and the runtime part ways: the test ties the runtime to the spec's text."""
+    quick = not log.startswith("long")
+    follow(SEQUENCES[log], queries=quick)
+    text = (ROOT / "spec" / "clauses.toml").read_text()
+    assert text.count(old) == 1, old
+    edited = tmp_path / "clauses.toml"
+    edited.write_text(text.replace(old, new))
+    monkeypatch.setattr(Model, "lineage", spec_lineage(edited))
+    with pytest.raises(AssertionError):
+        follow(SEQUENCES[log], queries=quick)

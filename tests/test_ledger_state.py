@@ -10,11 +10,14 @@ random logs (:func:`tailguard.backends.ledger_vectors.random_log`, a seed of its
 event the core's state must equal the model's: the context, each summary's effective coverage,
 ``coverage()``, ``R = coverage ∪ SP``, ``lost = TRU \\ R``, the truncations, spills and unverified
 offsets (``E(S_k)`` and each prior coverage by the spec's ``[lineage]`` expressions, read from
-spec/clauses.toml and evaluated on sets: edit the rule there and these tests fail). Before every compaction, its decision is asked under every profile and a set of lineage
-queries (the log's own, the defaults, none seen, each summary seen or kept alone, all seen and
-kept) and must equal the generated checker's on the model's equivalent case. The same logs then
+spec/clauses.toml and evaluated on sets: edit the rule there and these tests fail). Before
+every compaction, its decision is asked under every profile and a set of lineage queries
+(the log's own, the defaults, none seen, each summary seen or kept alone, all seen and kept)
+and must equal the generated checker's on the model's equivalent case. The same logs then
 drive the :class:`~tailguard.runtime.ledger.Ledger` through its API (every commit overridden, so
-that it records), its own log through ``from_log``, and its snapshot through ``restore``.
+that it records), its own log through ``from_log``, and its snapshot through ``restore``; and
+every session of up to five events over at most 3 offsets is resumed both ways (bounded
+exhaustive).
 
 docs/verification.md lists the mutants of ledger_core, lineage, ledger and interval_index that
 each test here kills.
@@ -282,7 +285,7 @@ def test_state_after_every_event_of_random_logs(chunk: int) -> None:
 
 # -- the Ledger API, from_log and restore ------------------------------------------------------------
 
-def drive(log: list[dict[str, Any]]) -> tuple[Ledger, io.StringIO, Model]:
+def drive(log: list[dict[str, Any]], *, queries: bool = True) -> tuple[Ledger, io.StringIO, Model]:
     """Play ``log`` through the Ledger's API (ranges outside the history skipped, every commit
     overridden so that it records); each commit's decision must be the model's."""
     h = log[0]
@@ -310,7 +313,7 @@ def drive(log: list[dict[str, Any]]) -> tuple[Ledger, io.StringIO, Model]:
             saw, keeps = raw.get("saw"), raw.get("keeps") or []
             kw = {"summary_input": tuple(raw["summary_input"]), "summary_covers": tuple(raw["summary_covers"]),
                   "tail_start": raw["tail_start"]}
-            for s, k in m.queries(raw):
+            for s, k in (m.queries(raw) if queries else ()):
                 want = check_case(m.case(raw, s, k), "partitioned")
                 assert led.decide(**kw, saw=s, keeps=k) == want, (raw, s, k)
             got = led.commit(**kw, summary=raw.get("summary"), saw=saw, keeps=keeps, override="test")
@@ -410,3 +413,60 @@ def test_the_runtime_follows_the_specs_lineage_rule(
     monkeypatch.setattr(Model, "lineage", spec_lineage(edited))
     with pytest.raises(AssertionError):
         follow(SEQUENCES[log], queries=quick)
+
+
+# -- every small session resumes exactly (bounded exhaustive) ---------------------------------------
+
+def _small_actions(m: Model) -> list[dict[str, Any]]:
+    """What may happen next in a session of at most 3 offsets: an append, a truncation or a spill
+    at either end, a compaction under each lineage (defaults, none seen, each summary seen or kept
+    alone), an eviction of each summary in the context."""
+    a, tr, sp, ev, c = lv.append, lv.truncate, lv.spill, lv.evict, lv.compact
+    n = m.n
+    out: list[dict[str, Any]] = [a(1)] if n < 3 else []
+    if n:
+        out += [tr(0, 1), tr(n - 1, n), sp(n - 1, n), sp(0, n)]
+        lineages: list[tuple[list[str] | None, list[str]]] = [(None, []), ([], [])]
+        lineages += [([s], []) for s in m.context] + [([], [s]) for s in m.context]
+        out += [c((0, n), (0, n - 1), n - 1, saw=saw, keeps=keeps) for saw, keeps in lineages]
+        out += [ev(s) for s in m.context]
+    return out
+
+
+def _probe(led: Ledger, m: Model) -> list[Any]:
+    """Decisions of a next compaction under every lineage query, strict and partitioned."""
+    n = m.n
+    nxt = {"event": "compact", "summary_input": [0, n], "summary_covers": [max(0, n - 2), n], "tail_start": n}
+    out = []
+    for s, k in m.queries(nxt):
+        for p in ("strict", "partitioned"):
+            out.append(led._core.decide(p, n, (0, n), (max(0, n - 2), n), None if s is None else tuple(s), tuple(k)))
+    return out
+
+
+def test_every_small_session_resumes_exactly() -> None:
+    """Every session of up to five events over at most 3 offsets (4,900 of them): the ledger
+    that wrote it, ``from_log`` of its log and ``restore`` of its snapshot hold the same state
+    (the model's, evictions and keeps included) and decide every next compaction alike."""
+    from tailguard.runtime.snapshot import _decisive
+
+    header = lv.session(1)
+    checked = 0
+
+    def visit(path: list[dict[str, Any]]) -> None:
+        nonlocal checked
+        led, out, m = drive([header, *path], queries=False)
+        again = Ledger.from_log(io.StringIO(out.getvalue()), profile="partitioned")
+        restored = Ledger.restore(led.snapshot())
+        want = (_decisive(led._core), list(led._core.recovered), list(led._core.lost), _probe(led, m))
+        for name, other in (("from_log", again), ("restore", restored)):
+            assert state_problem(other._core, m) is None, (name, state_problem(other._core, m), path)
+            got = (_decisive(other._core), list(other._core.recovered), list(other._core.lost), _probe(other, m))
+            assert got == want, (name, path)
+        checked += 1
+        if len(path) < 5:
+            for nxt in _small_actions(m):
+                visit([*path, nxt])
+
+    visit([])
+    assert checked > 3000, checked

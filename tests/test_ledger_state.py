@@ -433,21 +433,27 @@ def _small_actions(m: Model) -> list[dict[str, Any]]:
     return out
 
 
-def _probe(led: Ledger, m: Model) -> list[Any]:
-    """Decisions of a next compaction under every lineage query, strict and partitioned."""
+def _probe(led: Ledger | None, m: Model) -> list[Any]:
+    """Decisions of next compactions (tail at n and one before) under every lineage query,
+    strict and partitioned: the ledger's, or (``led`` None) the generated checker's on the
+    model's equivalent case."""
     n = m.n
-    nxt = {"event": "compact", "summary_input": [0, n], "summary_covers": [max(0, n - 2), n], "tail_start": n}
     out = []
-    for s, k in m.queries(nxt):
-        for p in ("strict", "partitioned"):
-            out.append(led._core.decide(p, n, (0, n), (max(0, n - 2), n), None if s is None else tuple(s), tuple(k)))
+    for t in sorted({n, max(0, n - 1)}):
+        i, c = (0, n), (max(0, t - 2), t)
+        nxt = {"event": "compact", "summary_input": list(i), "summary_covers": list(c), "tail_start": t}
+        for s, k in m.queries(nxt):
+            for p in ("strict", "partitioned"):
+                out.append(check_case(m.case(nxt, s, k), p) if led is None else
+                           led._core.decide(p, t, i, c, None if s is None else tuple(s), tuple(k)))
     return out
 
 
 def test_every_small_session_resumes_exactly() -> None:
     """Every session of up to five events over at most 3 offsets (4,900 of them): the ledger
     that wrote it, ``from_log`` of its log and ``restore`` of its snapshot hold the same state
-    (the model's, evictions and keeps included) and decide every next compaction alike."""
+    (the model's, evictions and keeps included) and decide every next compaction alike, as the
+    generated checker decides the equivalent case."""
     from tailguard.runtime.snapshot import _decisive
 
     header = lv.session(1)
@@ -459,6 +465,7 @@ def test_every_small_session_resumes_exactly() -> None:
         again = Ledger.from_log(io.StringIO(out.getvalue()), profile="partitioned")
         restored = Ledger.restore(led.snapshot())
         want = (_decisive(led._core), list(led._core.recovered), list(led._core.lost), _probe(led, m))
+        assert want[3] == _probe(None, m), ("the writer decides as the checker", path)
         for name, other in (("from_log", again), ("restore", restored)):
             assert state_problem(other._core, m) is None, (name, state_problem(other._core, m), path)
             got = (_decisive(other._core), list(other._core.recovered), list(other._core.lost), _probe(other, m))

@@ -623,3 +623,4 @@ def test_t14k_fails_when_the_runtime_drops_keeps(monkeypatch: pytest.MonkeyPatch
     result = lineage.kept_summary_counts()
     assert result.status == "mismatch", result
     assert "audit strict of the log" in result.detail
+

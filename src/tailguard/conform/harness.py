@@ -22,13 +22,13 @@ import json
 import random
 import re
 import shlex
-import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tailguard.base.vocab import UNITS
-from tailguard.conform.protocol import Child, ProtocolFailure, Response, request_line
+from tailguard.conform import run_parts
+from tailguard.conform.protocol import Child, Response, request_line
 from tailguard.conform.vectors import Vector
 
 MODES = ("decision", "clauses", "everything")
@@ -91,20 +91,8 @@ class Mismatch:
 
 
 @dataclass
-class Outcome:
-    checks: int = 0
-    agreed: int = 0
+class Outcome(run_parts.Outcome[Check, Mismatch]):
     declined: int = 0  # declinable checks answered with an error (a declared limit), counted in agreed
-    mismatches: list[Mismatch] = field(default_factory=list)
-    failure: ProtocolFailure | None = None
-    failure_check: Check | None = None
-    seconds: float = 0.0
-
-    @property
-    def exit_code(self) -> int:
-        if self.failure is not None:
-            return 2
-        return 1 if self.mismatches else 0
 
 
 def random_case(rng: random.Random) -> dict[str, Any]:
@@ -159,30 +147,18 @@ def run(command: Sequence[str], checks: Iterator[Check], *, mode: str = "everyth
         timeout: float = 5.0) -> Outcome:
     """Ask every check of the implementation; stop at the first protocol failure."""
     out = Outcome()
-    start = time.monotonic()
-    child: Child | None = None
-    try:
-        child = Child(command, timeout=timeout)
-        for chk in checks:
-            out.checks += 1
-            try:
-                actual = child.ask(chk.profile, chk.case_text)
-            except ProtocolFailure as exc:
-                out.failure, out.failure_check = exc, chk
-                break
-            if compare(mode, chk.expected, actual):
-                out.agreed += 1
-            elif chk.declinable and is_error(actual):
-                out.agreed += 1
-                out.declined += 1
-            else:
-                out.mismatches.append(Mismatch(chk, actual))
-    except ProtocolFailure as exc:
-        out.failure = exc
-    finally:
-        if child is not None:
-            child.close()
-        out.seconds = time.monotonic() - start
+
+    def step(child: Child, chk: Check) -> None:
+        actual = child.ask(chk.profile, chk.case_text)
+        if compare(mode, chk.expected, actual):
+            out.agreed += 1
+        elif chk.declinable and is_error(actual):
+            out.agreed += 1
+            out.declined += 1
+        else:
+            out.mismatches.append(Mismatch(chk, actual))
+
+    run_parts.drive(out, command, checks, timeout, step)
     return out
 
 
@@ -216,22 +192,8 @@ def report(out: Outcome, command: Sequence[str], *, mode: str, max_details: int 
         ]
     if len(out.mismatches) > max_details:
         lines.append(f"... and {len(out.mismatches) - max_details} more mismatches")
-    if out.mismatches:
-        by: dict[str, int] = {}
-        for m in out.mismatches:
-            key = f"profile {m.check.profile}: {m.check.group}"
-            by[key] = by.get(key, 0) + 1
-        lines.append("mismatches by what they exercise:")
-        ranked = sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))
-        lines += [f"  {n:4d}  {k}" for k, n in ranked[:15]]
-        if len(ranked) > 15:
-            lines.append(f"  ... {len(ranked) - 15} more kinds")
-    if out.failure is not None:
-        where = f" on {out.failure_check.id} (profile {out.failure_check.profile})" if out.failure_check else ""
-        lines.append(f"IMPLEMENTATION FAILURE ({out.failure.kind}){where}: {out.failure.detail}")
-        if out.failure_check is not None:
-            lines.append(f"  reproduce: {reproduce_line(command, out.failure_check)}")
-    verdict = {0: "CONFORMS", 1: "DOES NOT CONFORM", 2: "UNUSABLE"}[out.exit_code]
+    lines += run_parts.tail_lines(out, lambda chk: reproduce_line(command, chk))
+    verdict = run_parts.VERDICTS[out.exit_code]
     declined = (f" ({out.declined} declined at a declared limit: an error for an integer beyond ±(2^53-1))"
                 if out.declined else "")
     lines.append(

@@ -36,14 +36,14 @@ import json
 import random
 import re
 import shlex
-import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tailguard.base import jsonstrict
 from tailguard.base.errors import ProtocolFailure, VectorError
+from tailguard.conform import run_parts
 from tailguard.conform.protocol import Child, parse_response
 
 FORMAT = "tailguard-ledger-vectors/1"
@@ -226,49 +226,25 @@ class Mismatch:
 
 
 @dataclass
-class Outcome:
-    checks: int = 0
-    agreed: int = 0
+class Outcome(run_parts.Outcome[LedgerCheck, Mismatch]):
     compactions: int = 0
-    mismatches: list[Mismatch] = field(default_factory=list)
-    failure: ProtocolFailure | None = None
-    failure_check: LedgerCheck | None = None
-    seconds: float = 0.0
-
-    @property
-    def exit_code(self) -> int:
-        if self.failure is not None:
-            return 2
-        return 1 if self.mismatches else 0
 
 
 def run(command: Sequence[str], checks: Iterator[LedgerCheck], *, mode: str = "everything",
         timeout: float = 5.0) -> Outcome:
     """Ask every check; stop at the first protocol failure."""
     out = Outcome()
-    start = time.monotonic()
-    child: Child | None = None
-    try:
-        child = Child(command, timeout=timeout)
-        for chk in checks:
-            out.checks += 1
-            try:
-                actual = ask(child, chk)
-            except ProtocolFailure as exc:
-                out.failure, out.failure_check = exc, chk
-                break
-            out.compactions += len(chk.expected.get("verdicts", ()))
-            why = difference(mode, chk.expected, actual)
-            if why is None:
-                out.agreed += 1
-            else:
-                out.mismatches.append(Mismatch(chk, actual, why))
-    except ProtocolFailure as exc:
-        out.failure = exc
-    finally:
-        if child is not None:
-            child.close()
-        out.seconds = time.monotonic() - start
+
+    def step(child: Child, chk: LedgerCheck) -> None:
+        actual = ask(child, chk)
+        out.compactions += len(chk.expected.get("verdicts", ()))
+        why = difference(mode, chk.expected, actual)
+        if why is None:
+            out.agreed += 1
+        else:
+            out.mismatches.append(Mismatch(chk, actual, why))
+
+    run_parts.drive(out, command, checks, timeout, step)
     return out
 
 
@@ -299,19 +275,8 @@ def report(out: Outcome, command: Sequence[str], *, mode: str, max_details: int 
         ]
     if len(out.mismatches) > max_details:
         lines.append(f"... and {len(out.mismatches) - max_details} more mismatches")
-    if out.mismatches:
-        by: dict[str, int] = {}
-        for m in out.mismatches:
-            key = f"profile {m.check.profile}: {m.check.group}"
-            by[key] = by.get(key, 0) + 1
-        lines.append("mismatches by what they exercise:")
-        lines += [f"  {n:4d}  {k}" for k, n in sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))]
-    if out.failure is not None:
-        where = f" on {out.failure_check.id} (profile {out.failure_check.profile})" if out.failure_check else ""
-        lines.append(f"IMPLEMENTATION FAILURE ({out.failure.kind}){where}: {out.failure.detail}")
-        if out.failure_check is not None:
-            lines.append(f"  reproduce: {reproduce_line(command, out.failure_check)}")
-    verdict = {0: "CONFORMS", 1: "DOES NOT CONFORM", 2: "UNUSABLE"}[out.exit_code]
+    lines += run_parts.tail_lines(out, lambda chk: reproduce_line(command, chk))
+    verdict = run_parts.VERDICTS[out.exit_code]
     lines.append(f"{verdict}: {out.agreed}/{out.checks} logs agree ({out.compactions} compactions judged), "
                  f"{len(out.mismatches)} mismatch(es), mode {mode}, {out.seconds:.2f} s")
     return lines

@@ -386,3 +386,9 @@ def test_the_audit_its_json_html_and_fleet_show_adopted_offsets_as_unverified(tm
     assert "&lt;before&gt;" in page.read_text(encoding="utf-8")
     rec = record.audit_source(Item("t.jsonl", str(path)), "partitioned")
     assert rec["unverified"] == [[0, 3]] and rec["refusals"] == 0
+
+
+
+def test_a_ledger_log_must_be_a_stream(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="log: expected a text stream"):
+        Ledger(2, log=tmp_path / "s.jsonl")  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tailguard.base.errors import EventLogError
-from tailguard.base.vocab import PROFILES
+from tailguard.base.vocab import NO_HOLE, PROFILES
 from tailguard.runtime.dispatch import apply_events
 from tailguard.runtime.eventlog import Compact, iter_events
 from tailguard.runtime.ledger_core import LedgerCore
@@ -129,7 +129,7 @@ def compact(i: tuple[int, int], c: tuple[int, int], t: int, *, summary: str | No
 
 def refusal(i: tuple[int, int], c: tuple[int, int], t: int) -> dict[str, Any]:
     return {"event": "refusal", "summary_input": list(i), "summary_covers": list(c), "tail_start": t,
-            "failed": ["no_hole"], "holes": [[0, 1]]}
+            "failed": [NO_HOLE], "holes": [[0, 1]]}
 
 
 def scenarios() -> list[tuple[str, str, list[dict[str, Any]]]]:

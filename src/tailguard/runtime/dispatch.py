@@ -89,7 +89,7 @@ def apply_events(
     append, truncate, spill = core.append, core.truncate, core.spill
     first = True  # an adopt line must be the first event (SPEC.md 11.4), even after one that changed nothing
     for ev in events:
-        if first:
+        if first and type(ev) is not Resume:  # a resume line changes no state: adopt may follow it
             first = False
             if type(ev) is Adopt:
                 sid = ev.summary or "adopted"

@@ -146,6 +146,8 @@ summarized or spilled
             raise ValueError(f"profile: unknown profile {profile!r}; known: {', '.join(PROFILES)}")
         if session_id is not None and not isinstance(session_id, str):
             raise TypeError(f"session_id: expected a string or None, got {session_id!r}")
+        if log is not None and not callable(getattr(log, "write", None)):
+            raise TypeError(f"log: expected a text stream (open the file first), got {log!r}")
         self.unit = unit
         self.session_id = session_id
         self.profile = profile
@@ -153,6 +155,7 @@ summarized or spilled
             recovery_floor_span, fu, tu, keep_history=keep_history, track_origins=True
         )
         self._line = 1
+        self._adoptable = True  # only the header and resume lines so far (SPEC.md 11.4)
         self.refusals = 0  #: refused commit attempts (each logged as a ``refusal`` line)
         #: ``(line, reason)`` of a torn last line that :meth:`from_log` ignored, else None
         self.torn_line: tuple[int, str] | None = None
@@ -189,6 +192,7 @@ summarized or spilled
 
     def _next_line(self) -> int:
         self._line += 1
+        self._adoptable = False
         return self._line
 
     def _range(self, lo: int, hi: int) -> None:
@@ -493,7 +497,7 @@ summarized or spilled
         sid = "adopted" if summary is None else summary
         with self._lock:
             problem = self._core.adopt_problem(count, sid)
-            if problem is None and self._line != 1:  # a line that changed nothing was written before
+            if problem is None and not self._adoptable:  # a line that changed nothing was written before
                 problem = ("event", "adopt must come before every other event (it names what predates the guard)")
             if problem is not None:
                 raise ValueError(f"{problem[0]}: {problem[1]}")
@@ -589,6 +593,8 @@ summarized or spilled
         if led._writer is not None:
             led._writer.resume(state["digest"], led._line)
             led._next_line()
+        # a snapshot of the header alone may still adopt: a resume line changes no state (SPEC.md 11.4)
+        led._adoptable = pos["lines"] == 1 and led.refusals == 0
         return led
 
     def flush(self) -> None:

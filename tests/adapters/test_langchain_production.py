@@ -267,18 +267,21 @@ def test_the_ledger_snapshot_is_bounded_too(tmp_path: Path) -> None:
 
 # -- 3: no persistent state -----------------------------------------------------------------
 
-def resend(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """What a stateless client re-sends: the messages as it received them, without their ids."""
-    dicts = messages_to_dict(messages)
+def resend(messages: list[BaseMessage], keep_ids: bool = False) -> list[BaseMessage]:
+    """What a stateless client re-sends: the messages as it received them, as JSON, without their
+    ids (or with them, ``keep_ids``)."""
+    dicts = json.loads(json.dumps(messages_to_dict(messages)))
     for d in dicts:
-        d["data"]["id"] = None
+        if not keep_ids:
+            d["data"]["id"] = None
     return list(messages_from_dict(dicts))
 
 
-def test_no_checkpointer_two_users_never_share_state(tmp_path: Path) -> None:
-    """No checkpointer: each client re-sends its history without ids. The guard identifies
-    messages by content and carries its state in the newest summary it wrote; two users through
-    one middleware keep apart sessions, and nothing is lost."""
+@pytest.mark.parametrize("keep_ids", [False, True], ids=["without-ids", "with-ids"])
+def test_no_checkpointer_two_users_never_share_state(tmp_path: Path, keep_ids: bool) -> None:
+    """No checkpointer: each client re-sends its history as JSON, without ids (or with them). The
+    guard identifies messages by content and carries its state in the newest summary it wrote;
+    two users through one middleware keep apart sessions, and nothing is lost."""
     store = FileSpillStore(tmp_path / "spills", create=True)
     mw = GuardedSummarizationMiddleware(marker_summarizer(), recovery_floor_span=3, on_refuse="spill",
                                         store=store, log=f"{tmp_path}/logs/", **KNOBS)
@@ -289,7 +292,7 @@ def test_no_checkpointer_two_users_never_share_state(tmp_path: Path) -> None:
     compactions = 0
     for i in range(24):
         for user, history in histories.items():
-            request = [*resend(history), human(user, i, chars=rng.randrange(20, 220), with_id=False)]
+            request = [*resend(history, keep_ids), human(user, i, chars=rng.randrange(20, 220), with_id=keep_ids)]
             result = agent.invoke({"messages": request})
             histories[user] = result["messages"]
             sent[user] |= {f"MK{user}x{i:03d}", f"RMK{user}x{i:03d}"}
@@ -317,8 +320,8 @@ def test_no_checkpointer_two_users_never_share_state(tmp_path: Path) -> None:
                                          store=store, log=f"{tmp_path}/logs/", **KNOBS)
     agent2 = create_agent(echo_model(), tools=[], middleware=[mw2])
     for i in range(24, 30):
-        histories["alice"] = agent2.invoke({"messages": [*resend(histories["alice"]),
-                                                         human("alice", i, with_id=False)]})["messages"]
+        histories["alice"] = agent2.invoke({"messages": [*resend(histories["alice"], keep_ids),
+                                                         human("alice", i, with_id=keep_ids)]})["messages"]
         sent["alice"] |= {f"MKalicex{i:03d}", f"RMKalicex{i:03d}"}
     sid = histories["alice"][0].additional_kwargs["tailguard"]["state"]["session"]
     events = log_events(tmp_path / "logs" / log_file_name(sid))
@@ -328,20 +331,20 @@ def test_no_checkpointer_two_users_never_share_state(tmp_path: Path) -> None:
 
     # refusals the guard must give: it never guesses
     alice = histories["alice"]
-    stripped = resend(alice)
+    stripped = resend(alice, keep_ids)
     del stripped[0].additional_kwargs["tailguard"]["state"]
     with pytest.raises(AdapterError, match="not the guard state it carried"):
-        agent.invoke({"messages": [*stripped, human("alice", 90, with_id=False)]})
-    edited = resend(alice)
+        agent.invoke({"messages": [*stripped, human("alice", 90, with_id=keep_ids)]})
+    edited = resend(alice, keep_ids)
     del edited[2]
     with pytest.raises(AdapterError, match="does not match the guard state its summary carries"):
-        agent.invoke({"messages": [*edited, human("alice", 91, with_id=False)]})
-    mixed = [*resend(alice)[:1], *resend(histories["bob"])[1:]]
+        agent.invoke({"messages": [*edited, human("alice", 91, with_id=keep_ids)]})
+    mixed = [*resend(alice, keep_ids)[:1], *resend(histories["bob"], keep_ids)[1:]]
     with pytest.raises(AdapterError, match="does not match the guard state"):
-        agent.invoke({"messages": [*mixed, human("bob", 92, with_id=False)]})
-    agent.invoke({"messages": [*resend(alice), human("alice", 93, with_id=False)]})
+        agent.invoke({"messages": [*mixed, human("bob", 92, with_id=keep_ids)]})
+    agent.invoke({"messages": [*resend(alice, keep_ids), human("alice", 93, with_id=keep_ids)]})
     with pytest.raises(AdapterError, match="The log has moved past that state"):  # an older copy
-        agent.invoke({"messages": [*resend(alice), human("alice", 94, with_id=False)]})
+        agent.invoke({"messages": [*resend(alice, keep_ids), human("alice", 94, with_id=keep_ids)]})
 
 
 def test_stateless_requests_before_a_first_compaction_leave_no_log(tmp_path: Path) -> None:
@@ -440,6 +443,36 @@ async def athread_run(agent: Any, store: SpillStore, name: str, turns: int) -> s
     return sent - held
 
 
+def stream_thread_run(agent: Any, store: SpillStore, name: str, turns: int) -> set[str]:
+    """``thread_run`` through ``agent.stream`` (the graph's state after each step; the last is the
+    turn's result)."""
+    config: Any = {"configurable": {"thread_id": name}}
+    rng = random.Random(name)
+    sent: set[str] = set()
+    result: dict[str, Any] = {}
+    for i in range(turns):
+        for chunk in agent.stream({"messages": [human(name, i, chars=rng.randrange(20, 220))]}, config,
+                                  stream_mode="values"):
+            result = chunk
+        sent |= {f"MK{name}x{i:03d}", f"RMK{name}x{i:03d}"}
+    held = markers(text_of(result["messages"])) | spilled_markers(store, name)
+    return sent - held
+
+
+async def astream_thread_run(agent: Any, store: SpillStore, name: str, turns: int) -> set[str]:
+    config: Any = {"configurable": {"thread_id": name}}
+    rng = random.Random(name)
+    sent: set[str] = set()
+    result: dict[str, Any] = {}
+    for i in range(turns):
+        async for chunk in agent.astream({"messages": [human(name, i, chars=rng.randrange(20, 220))]}, config,
+                                         stream_mode="values"):
+            result = chunk
+        sent |= {f"MK{name}x{i:03d}", f"RMK{name}x{i:03d}"}
+    held = markers(text_of(result["messages"])) | spilled_markers(store, name)
+    return sent - held
+
+
 def logs_without_resume(work: Path, name: str) -> list[dict[str, Any]]:
     return [e for e in log_events(work / "logs" / log_file_name(name)) if e["event"] != "resume"]
 
@@ -465,6 +498,32 @@ def test_concurrent_threads_of_one_agent(tmp_path: Path) -> None:
         expected = logs_without_resume(tmp_path / "alone", n)
         assert sum(e["event"] == "compact" for e in expected) >= 3
         for work in ("threads", "tasks"):
+            assert logs_without_resume(tmp_path / work, n) == expected
+            events = log_events(tmp_path / work / "logs" / log_file_name(n))
+            audit_clean(tmp_path / work / "logs" / log_file_name(n), sum(e["event"] == "refusal" for e in events))
+
+
+def test_concurrent_streams_of_one_agent(tmp_path: Path) -> None:
+    """The same four threads through ``stream`` (OS threads) and ``astream`` (asyncio tasks): each
+    thread's log equals the log of the thread run alone through ``invoke``; no marker is lost."""
+    names = [f"c{k}" for k in range(4)]
+    alone, _, alone_store = one_agent(tmp_path / "alone")
+    for n in names:
+        assert thread_run(alone, alone_store, n, 20) == set()
+    agent, _, store = one_agent(tmp_path / "streams")
+    with ThreadPoolExecutor(4) as pool:
+        lost = list(pool.map(lambda n: stream_thread_run(agent, store, n, 20), names))
+    assert lost == [set()] * 4
+    aagent, _, astore = one_agent(tmp_path / "astreams")
+
+    async def all_tasks() -> list[set[str]]:
+        return list(await asyncio.gather(*(astream_thread_run(aagent, astore, n, 20) for n in names)))
+
+    assert asyncio.run(all_tasks()) == [set()] * 4
+    for n in names:
+        expected = logs_without_resume(tmp_path / "alone", n)
+        assert sum(e["event"] == "compact" for e in expected) >= 3
+        for work in ("streams", "astreams"):
             assert logs_without_resume(tmp_path / work, n) == expected
             events = log_events(tmp_path / work / "logs" / log_file_name(n))
             audit_clean(tmp_path / work / "logs" / log_file_name(n), sum(e["event"] == "refusal" for e in events))

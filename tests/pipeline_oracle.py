@@ -128,9 +128,19 @@ def _truncate(policy: Policy, s: State, st: Truncate, i: int) -> list[Finding]:
     return out
 
 
+def _triggered(policy: Policy, s: State, st: Compact) -> bool:
+    """A compact stage fires when occupancy reaches its trigger; with ``trigger_any`` (docs/
+    check-config.md: LangChain's trigger lists) when, for some table, it reaches every
+    threshold of that table."""
+    if not st.trigger_any:
+        return occupancy(policy, s, st.trigger_unit) >= st.trigger
+    return any(all(occupancy(policy, s, unit) >= threshold for unit, threshold in table)
+               for table in st.trigger_any)
+
+
 def _compact(policy: Policy, s: State, st: Compact, i: int, spill: bool,
              profile: str) -> list[Finding]:
-    if occupancy(policy, s, st.trigger_unit) < st.trigger:
+    if not _triggered(policy, s, st):
         return []
     unpinned = [t for t in s.context if not _pinned(policy, t)]
     keep = _newest_fitting(unpinned, st.keep_unit, st.keep)
@@ -223,7 +233,7 @@ def _fires(policy: Policy, s: State, st: Compact) -> bool:
 
 
 def _compact_probe(policy: Policy, s: State, st: Compact) -> bool:
-    if occupancy(policy, s, st.trigger_unit) < st.trigger:
+    if not _triggered(policy, s, st):
         return False
     unpinned = [t for t in s.context if not _pinned(policy, t)]
     keep = _newest_fitting(unpinned, st.keep_unit, st.keep)

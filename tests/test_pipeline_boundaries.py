@@ -136,3 +136,25 @@ def test_a_trigger_above_the_window_is_a_note_naming_the_window() -> None:
                    Policy("w", 2, 2, 1, "turns", (Compact("turns", 9, "turns", 1, 1),), window=8),
                    Policy("w", 2, 2, 1, "turns", (Compact("tokens", 9, "turns", 1, 1),))):
         assert unreachable_stages(policy) == (), policy
+
+
+def test_a_trigger_clause_list_is_unreachable_only_when_every_clause_is() -> None:
+    """``trigger_any`` (LangChain's trigger lists): the stage is unreachable when each clause
+    has a threshold above a ceiling; one clause that can hold makes it reachable."""
+    from tailguard.pipeline.explorer import explore
+    from tailguard.pipeline.model import unreachable_stages
+
+    def shape(*clauses: tuple[tuple[str, int], ...]) -> Policy:
+        first = clauses[0][0]
+        compact = Compact(first[0], first[1], "turns", 3, 1, trigger_any=clauses)  # type: ignore[arg-type]
+        return Policy("any", 1, 1, 2, "turns", (Truncate("turns", 5), compact))
+
+    blocked = shape((("turns", 7),), (("tokens", 2), ("turns", 6)))
+    for got in (decide(blocked), explore(blocked)):
+        assert got.verdict == "unsafe" and [f.kind for f in got.findings] == ["hole"]
+        assert [(n.kind, n.stage) for n in got.notes] == [("unreachable", 1)]
+    assert unreachable_stages(blocked)[0].detail == "trigger 7 turns above stage 0's limit 5"
+    open_clause = shape((("turns", 7),), (("tokens", 2), ("turns", 4)))  # the second can fire
+    assert unreachable_stages(open_clause) == ()
+    for got in (decide(open_clause), explore(open_clause)):
+        assert [n for n in got.notes if n.kind == "unreachable"] == [], got

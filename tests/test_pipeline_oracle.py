@@ -79,8 +79,16 @@ def random_policy(rnd: random.Random) -> Policy:
             lines.append(f'on_failure = "{rnd.choice(("halt", "proceed"))}"')
         else:
             tu, ku = rnd.choice(UNITS), rnd.choice(UNITS)
-            lines += [f'trigger_unit = "{tu}"', knob("trigger", tu, 19), f'keep_unit = "{ku}"',
-                      knob("keep", ku, 10), f"summary_tokens = {rnd.randint(0, 2 if lean else 5)}"]
+            if rnd.random() < 0.25:  # LangChain's trigger lists and clauses: OR of ANDs
+                tables = []
+                for _ in range(rnd.randint(1, 3)):
+                    units = rnd.sample(UNITS, rnd.randint(1, 2))
+                    tables.append("{" + ", ".join(f"{u} = {rnd.randint(1, 19)}" for u in units) + "}")
+                lines.append(f"trigger_any = [{', '.join(tables)}]")
+            else:
+                lines += [f'trigger_unit = "{tu}"', knob("trigger", tu, 19)]
+            lines += [f'keep_unit = "{ku}"', knob("keep", ku, 10),
+                      f"summary_tokens = {rnd.randint(0, 2 if lean else 5)}"]
             limit_unit = rnd.choice(("tokens", "messages"))
             if rnd.random() < (0.3 if lean else 0.6):
                 lines += [f'input_limit_unit = "{limit_unit}"',
@@ -112,8 +120,12 @@ def to_toml(p: Policy) -> str:
         elif isinstance(s, Spill):
             out.append(f'on_failure = "{s.on_failure}"')
         else:
-            out += [f'trigger_unit = "{s.trigger_unit}"', f"trigger = {s.trigger}",
-                    f'keep_unit = "{s.keep_unit}"', f"keep = {s.keep}",
+            if s.trigger_any:
+                tables = ["{" + ", ".join(f"{u} = {v}" for u, v in t) + "}" for t in s.trigger_any]
+                out.append(f"trigger_any = [{', '.join(tables)}]")
+            else:
+                out += [f'trigger_unit = "{s.trigger_unit}"', f"trigger = {s.trigger}"]
+            out += [f'keep_unit = "{s.keep_unit}"', f"keep = {s.keep}",
                     f"summary_tokens = {s.summary_tokens}"]
             if s.input_limit:
                 out += [f'input_limit_unit = "{s.input_limit_unit}"', f"input_limit = {s.input_limit}"]

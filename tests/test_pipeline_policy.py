@@ -54,6 +54,19 @@ def test_defaults_apply() -> None:
     (("summary_tokens = 5", 'summary_tokens = 5\ninput = "All"'),
      'p.toml:18: stage.1.input: must be "candidates" or "all", got \'All\''),
     (('limit = 9', 'limit = 9\ninput = "all"'), "p.toml:10: stage.0.input: unknown key"),
+    (("summary_tokens = 5", "summary_tokens = 5\ntrigger_any = [{turns = 3}]"),
+     "p.toml:14: stage.1.trigger: give either trigger_any or trigger_unit and trigger, not both"),
+    (('trigger_unit = "tokens"\ntrigger = 50', "trigger_any = []"),
+     "p.toml:13: stage.1.trigger_any: expected a non-empty list of tables such as "
+     "{tokens = 4000, messages = 10}, got []"),
+    (('trigger_unit = "tokens"\ntrigger = 50', "trigger_any = [{pages = 3}]"),
+     'p.toml:13: stage.1.trigger_any.0.pages: unit must be "turns", "tokens" or "messages"'),
+    (('trigger_unit = "tokens"\ntrigger = 50', "trigger_any = [{turns = 3}, {tokens = 0}]"),
+     "p.toml:13: stage.1.trigger_any.1.tokens: expected an integer >= 1, got 0"),
+    (('trigger_unit = "tokens"\ntrigger = 50', 'trigger_any = [{turns = ["fraction", 0.5]}]'),
+     "p.toml:13: stage.1.trigger_any.0.turns: a fraction of the window is in tokens"),
+    (('trigger_unit = "tokens"\ntrigger = 50', "trigger_any = [{}]"),
+     "p.toml:13: stage.1.trigger_any.0: expected a non-empty table of unit = threshold, got {}"),
 ])
 def test_errors_name_file_line_key(edit: tuple[str, str], message: str) -> None:
     with pytest.raises(PolicyError) as info:
@@ -200,3 +213,21 @@ def test_schema_accepts_every_example_and_rejects_a_bad_spill() -> None:
         {**spilled, "messages_per_turn": [0, 4]},
     ):
         assert not validator.is_valid(bad)
+    good = tomllib.loads(GOOD)
+    compact = good["stage"][1]
+    any_of = {k: v for k, v in compact.items() if k not in ("trigger_unit", "trigger")}
+    any_of["trigger_any"] = [{"tokens": 40, "messages": 4}, {"turns": 6}]
+    validator.validate({**good, "stage": [good["stage"][0], any_of]})
+    for bad_stage in ({**any_of, "trigger": 5}, {**any_of, "trigger_any": []},
+                      {**any_of, "trigger_any": [{"pages": 3}]}, {**any_of, "trigger_any": [{}]}):
+        assert not validator.is_valid({**good, "stage": [good["stage"][0], bad_stage]}), bad_stage
+
+
+def test_trigger_any_is_an_or_of_ands() -> None:
+    p = parse_policy(GOOD.replace('trigger_unit = "tokens"\ntrigger = 50',
+                                  "trigger_any = [{tokens = 40, messages = 4}, {turns = 6}]"), "p.toml")
+    stage = p.stages[1]
+    assert isinstance(stage, Compact)
+    assert stage.clauses == ((("tokens", 40), ("messages", 4)), (("turns", 6),))
+    assert stage.describe_trigger() == "(40 tokens and 4 messages) or 6 turns"
+    assert Compact("tokens", 50, "turns", 3, 5).clauses == ((("tokens", 50),),)

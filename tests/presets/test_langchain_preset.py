@@ -46,15 +46,41 @@ def knobs(draw: st.DrawFn) -> dict[str, Any]:
     return {"trigger": trigger, "keep": keep, "trim": trim, "summary_tokens": draw(st.integers(20, 400))}
 
 
+@st.composite
+def clause_knobs(draw: st.DrawFn) -> dict[str, Any]:
+    """``knobs`` with LangChain's other trigger forms: a ``TriggerClause`` dict (AND) or a list
+    of sizes and dicts (OR)."""
+    size = st.one_of(st.tuples(st.just("tokens"), st.integers(300, 5000)),
+                     st.tuples(st.just("messages"), st.integers(3, 40)))
+    clause = st.fixed_dictionaries({}, optional={"tokens": st.integers(300, 5000),
+                                                 "messages": st.integers(3, 40)}).filter(bool)
+    trigger = draw(st.one_of(clause, st.lists(st.one_of(size, clause), min_size=1, max_size=3)))
+    return {**draw(knobs()), "trigger": trigger}
+
+
+def toml_size(size: tuple[str, int] | dict[str, int]) -> str:
+    if isinstance(size, dict):
+        return "{" + ", ".join(f"{kind} = {amount}" for kind, amount in size.items()) + "}"
+    return f'["{size[0]}", {size[1]}]'
+
+
 def toml_knobs(k: dict[str, Any]) -> str:
     trim = "false" if k["trim"] is None else k["trim"]
-    return (f'trigger = ["{k["trigger"][0]}", {k["trigger"][1]}]\nkeep = ["{k["keep"][0]}", {k["keep"][1]}]\n'
+    trigger = k["trigger"]
+    trigger_text = "[" + ", ".join(toml_size(t) for t in trigger) + "]" if isinstance(trigger, list) \
+        else toml_size(trigger)
+    return (f'trigger = {trigger_text}\nkeep = ["{k["keep"][0]}", {k["keep"][1]}]\n'
             f'trim_tokens_to_summarize = {trim}\nsummary_tokens = {k["summary_tokens"]}\n')
 
 
 def run(session: list[Turn], k: dict[str, Any]) -> tuple[int, int]:
     """Drive LangChain and the model in lockstep; return (compactions compared, appends)."""
-    policy = preset_policy("langchain.SummarizationMiddleware", toml_knobs(k))
+    return run_with_policy(session, k, k)
+
+
+def run_with_policy(session: list[Turn], k: dict[str, Any], policy_k: dict[str, Any]) -> tuple[int, int]:
+    """``run`` with the model translated from ``policy_k`` (a wrong translation on purpose)."""
+    policy = preset_policy("langchain.SummarizationMiddleware", toml_knobs(policy_k))
     model = summarizer()
     mw = SummarizationMiddleware(model, trigger=k["trigger"], keep=k["keep"],
                                  token_counter=make_counter(k["summary_tokens"]),
@@ -94,6 +120,27 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
 @given(session=turns(), k=knobs())
 def test_langchain_agrees_with_the_preset_model(session: list[Turn], k: dict[str, Any]) -> None:
     run(session, k)
+
+
+@SETTINGS
+@given(session=turns(), k=clause_knobs())
+def test_trigger_lists_and_clauses_agree_with_the_preset_model(session: list[Turn], k: dict[str, Any]) -> None:
+    """LangChain's trigger lists (OR) and ``TriggerClause`` dicts (AND), translated into a
+    ``trigger_any`` stage, compact exactly when and as the real middleware does."""
+    run(session, k)
+
+
+def test_a_wrong_clause_translation_is_caught() -> None:
+    """Read an AND clause as an OR (fire on tokens alone): the harness must see LangChain wait
+    for the message count."""
+    from tests.presets.lc_driver import Mismatch
+
+    session = [Turn("human", (200,)), *[Turn("ai", (400,)) for _ in range(20)]]
+    k = {"trigger": {"tokens": 2000, "messages": 12}, "keep": ("messages", 4), "trim": None,
+         "summary_tokens": 100}
+    assert run(session, k)[0] >= 1  # the right translation agrees, and compacts
+    with pytest.raises(Mismatch):
+        run_with_policy(session, k, dict(k, trigger=[("tokens", 2000), ("messages", 12)]))
 
 
 @pytest.mark.slow

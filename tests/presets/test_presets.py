@@ -71,6 +71,16 @@ def test_the_installed_packages_are_the_validated_ones(preset: object) -> None:
     ('[framework]\nname = "openhands.CondenserPipeline"\n', 3, "messages_per_turn", "each event"),
     ('window = 5\n[framework]\nname = "langchain.SummarizationMiddleware"\n', 6, "window",
      "set the framework's own knobs under [framework]"),
+    ('[framework]\nname = "langchain.SummarizationMiddleware"\ntrigger = {pages = 3}\n', 8,
+     "framework.trigger", "unsupported trigger metric 'pages'"),
+    ('[framework]\nname = "langchain.SummarizationMiddleware"\ntrigger = [{messages = true}]\n', 8,
+     "framework.trigger", "messages must be an integer > 0, got True"),
+    ('[framework]\nname = "langchain.SummarizationMiddleware"\ntrigger = [{tokens = 9}, {}]\n', 8,
+     "framework.trigger", "a trigger clause must set at least one of tokens, messages, fraction"),
+    ('[framework]\nname = "langchain.SummarizationMiddleware"\ntrigger = [{fraction = 0.5}]\n', 8,
+     "framework.trigger", "needs `window`"),
+    ('[framework]\nname = "langchain.SummarizationMiddleware"\ntrigger = [["tokens", 0]]\n', 8,
+     "framework.trigger", "tokens must be an integer > 0, got 0"),
 ])
 def test_errors_name_file_line_and_key(table: str, line: int, key: str, reason: str) -> None:
     with pytest.raises(PolicyError) as info:

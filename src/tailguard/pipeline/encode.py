@@ -57,7 +57,7 @@ def shape_of(policy: Policy) -> Shape:
         if isinstance(s, Truncate):
             units.add(s.unit)
         elif isinstance(s, Compact):
-            units |= {s.trigger_unit, s.keep_unit}
+            units |= {*s.trigger_units, s.keep_unit}
             if s.input_limit > 0:
                 units.add(s.input_limit_unit)
             if s.summary == "message":
@@ -107,7 +107,7 @@ def tokens_matter(policy: Policy) -> bool:
         if isinstance(s, Truncate) and s.unit == "tokens":
             return True
         if isinstance(s, Compact) and (
-            "tokens" in (s.trigger_unit, s.keep_unit)
+            "tokens" in (*s.trigger_units, s.keep_unit)
             or (s.input_limit > 0 and s.input_limit_unit == "tokens")
         ):
             return True
@@ -272,7 +272,9 @@ def encode_step(
         some = kt < cur.L
         if earlier:
             some = z3.Or(some, cur.has_summary())
-        fire = z3.And(occupancy(policy, cur, stage.trigger_unit) >= stage.trigger, some)
+        triggered = z3.Or(*(z3.And(*(occupancy(policy, cur, unit) >= threshold for unit, threshold in clause))
+                            for clause in stage.clauses))
+        fire = z3.And(triggered, some)
         floor_unit = policy.floor_unit
         loss = floor_lost(kt, tail.get(floor_unit, kt), policy.floor, floor_unit)
         if floor_unshown(policy, stage, profile):

@@ -42,7 +42,9 @@ def candidates(policy: Policy) -> list[Lemma]:
         if isinstance(s, Truncate):
             bounds[s.unit].add(s.limit)
         elif isinstance(s, Compact):
-            bounds[s.trigger_unit].add(s.trigger - 1)
+            for clause in s.clauses:
+                for trigger_unit, threshold in clause:
+                    bounds[trigger_unit].add(threshold - 1)
             post = s.keep if s.keep_unit == "turns" else \
                 s.keep // (policy.turn_min if s.keep_unit == "tokens" else mlo)
             bounds["turns"].add(policy.keep_first + post)

@@ -212,16 +212,31 @@ def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
             continue
         if isinstance(s, Spill):
             continue  # a spill writes, and changes no occupancy
-        cap = caps.get(s.trigger_unit)
-        if cap is not None and s.trigger > cap[0]:
-            out.append(Finding("unreachable", i, 0, (cap[1],),
-                               f"trigger {s.trigger} {s.trigger_unit} above stage {cap[1]}'s "
-                               f"limit {cap[0]}"))
-        elif policy.window and s.trigger_unit == "tokens" and s.trigger > policy.window:
-            out.append(Finding("unreachable", i, 0, (len(policy.stages),),
-                               f"trigger {s.trigger} tokens above the window {policy.window}"))
+        # every clause must be blocked (each by one of its thresholds) for the stage to be
+        # unreachable; the note names the blocking of the first clause
+        blocked: list[Finding] = []
+        for clause in s.clauses:
+            reason = next((r for r in (_blocked(policy, caps, i, unit, threshold) for unit, threshold in clause)
+                           if r is not None), None)
+            if reason is None:
+                break
+            blocked.append(reason)
+        else:
+            out.append(blocked[0])
         caps = {}
     return tuple(out)
+
+
+def _blocked(policy: Policy, caps: dict[str, tuple[int, int]], i: int, unit: str, threshold: int) -> Finding | None:
+    """Why ``occupancy(unit) >= threshold`` never holds at stage ``i`` (see ``unreachable_stages``)."""
+    cap = caps.get(unit)
+    if cap is not None and threshold > cap[0]:
+        return Finding("unreachable", i, 0, (cap[1],),
+                       f"trigger {threshold} {unit} above stage {cap[1]}'s limit {cap[0]}")
+    if policy.window and unit == "tokens" and threshold > policy.window:
+        return Finding("unreachable", i, 0, (len(policy.stages),),
+                       f"trigger {threshold} tokens above the window {policy.window}")
+    return None
 
 
 def inert(policy: Policy) -> bool:
@@ -348,7 +363,8 @@ def _compact(
     spill: OnFailure | None = None,
     spill_fails: bool = False,
 ) -> list[Finding]:
-    if state.occupancy(policy, stage.trigger_unit) < stage.trigger:
+    if not any(all(state.occupancy(policy, unit) >= threshold for unit, threshold in clause)
+               for clause in stage.clauses):
         return []
     keep_sizes = state.units(stage.keep_unit, state.verbatim)
     tail = min(stage.keep, len(keep_sizes)) if stage.keep_unit == "turns" else \

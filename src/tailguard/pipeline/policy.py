@@ -26,6 +26,7 @@ Placement = Literal["separate", "message"]
 PLACEMENTS: tuple[str, ...] = ("separate", "message")
 OnFailure = Literal["halt", "proceed"]
 ON_FAILURE: tuple[str, ...] = ("halt", "proceed")
+Clause = tuple[tuple[Unit, int], ...]  # one trigger clause: every (unit, threshold) must be met
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,27 @@ class Compact:
     summary: Placement = "separate"
     clip: bool = False
     input_limit_unit: Unit = "tokens"
+    # ``trigger_any`` (LangChain's trigger lists and clauses): fire when any clause holds, a
+    # clause holding when occupancy(unit) >= threshold for each of its (unit, threshold)
+    # pairs. Empty: the one clause ``((trigger_unit, trigger),)``.
+    trigger_any: tuple[Clause, ...] = ()
+
+    @property
+    def clauses(self) -> tuple[Clause, ...]:
+        """When the stage fires: OR over the clauses, AND within each."""
+        return self.trigger_any or (((self.trigger_unit, self.trigger),),)
+
+    @property
+    def trigger_units(self) -> frozenset[Unit]:
+        """Every unit a trigger clause reads."""
+        return frozenset(unit for clause in self.clauses for unit, _ in clause)
+
+    def describe_trigger(self) -> str:
+        """``170000 tokens`` or ``(4000 tokens and 10 messages) or 50 messages``."""
+        def one(clause: Clause) -> str:
+            text = " and ".join(f"{value} {unit}" for unit, value in clause)
+            return f"({text})" if len(clause) > 1 and len(self.clauses) > 1 else text
+        return " or ".join(one(c) for c in self.clauses)
 
 
 @dataclass(frozen=True)
@@ -123,7 +145,7 @@ _FRACTIONAL = {"limit", "trigger", "keep", "input_limit"}
 _TRUNCATE = {"kind", "unit", "limit"}
 _COMPACT = {
     "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit", "input",
-    "summary", "clip", "input_limit_unit",
+    "summary", "clip", "input_limit_unit", "trigger_any",
 }
 _SPILL = {"kind", "on_failure"}
 _KEY_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*')\s*=")
@@ -255,9 +277,12 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
         if not isinstance(clip, bool):
             raise r.fail(f"{path}.clip", f"expected true or false, got {clip!r}")
         placement = r.choice(raw, "summary", f"{path}.summary", PLACEMENTS)
+        trigger_any = _trigger_any(r, raw, path)
+        first = trigger_any[0][0] if trigger_any else None
         compact = Compact(
-            trigger_unit=r.unit(raw, "trigger_unit", f"{path}.trigger_unit"),
-            trigger=r.integer(raw, "trigger", f"{path}.trigger", None),
+            trigger_unit=first[0] if first else r.unit(raw, "trigger_unit", f"{path}.trigger_unit"),
+            trigger=first[1] if first else r.integer(raw, "trigger", f"{path}.trigger", None),
+            trigger_any=trigger_any,
             keep_unit=r.unit(raw, "keep_unit", f"{path}.keep_unit"),
             keep=r.integer(raw, "keep", f"{path}.keep", None),
             summary_tokens=r.integer(raw, "summary_tokens", f"{path}.summary_tokens", None),
@@ -276,6 +301,41 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
         return compact
     reason = "required key is missing" if kind is None else f"unknown stage kind {kind!r}"
     raise r.fail(f"{path}.kind", reason + ' (expected "truncate", "compact" or "spill")')
+
+
+def _trigger_any(r: _Reader, raw: dict[str, Any], path: str) -> tuple[Clause, ...]:
+    """``trigger_any = [{tokens = 4000, messages = 10}, {messages = 50}]``: OR over the
+    tables, AND within one (LangChain's trigger lists and ``TriggerClause`` dicts). Each
+    threshold is an integer >= 1 (tokens may be ``["fraction", x]`` of the window). It
+    replaces ``trigger_unit`` and ``trigger``, which must then be absent."""
+    if "trigger_any" not in raw:
+        return ()
+    key = f"{path}.trigger_any"
+    for single in ("trigger", "trigger_unit"):
+        if single in raw:
+            raise r.fail(f"{path}.{single}", "give either trigger_any or trigger_unit and trigger, not both")
+    value = raw["trigger_any"]
+    if not isinstance(value, list) or not value:
+        raise r.fail(key, f"expected a non-empty list of tables such as {{tokens = 4000, messages = 10}}, "
+                          f"got {value!r}")
+    clauses: list[Clause] = []
+    for i, table in enumerate(value):
+        where = f"{key}.{i}"
+        if not isinstance(table, dict) or not table:
+            raise r.fail(where, f"expected a non-empty table of unit = threshold, got {table!r}")
+        clause: list[tuple[Unit, int]] = []
+        for unit, amount in table.items():
+            if unit not in UNITS:
+                raise r.fail(f"{where}.{unit}", 'unit must be "turns", "tokens" or "messages"', at=key)
+            if isinstance(amount, list) and unit != "tokens":
+                raise r.fail(f"{where}.{unit}", "a fraction of the window is in tokens", at=key)
+            threshold = r.fraction(amount, f"{where}.{unit}") if isinstance(amount, list) else amount
+            if not is_int(threshold) or threshold < 1:
+                raise r.fail(f"{where}.{unit}", f"expected an integer >= 1, got {amount!r}", at=key)
+            clause.append(("turns" if unit == "turns" else "messages" if unit == "messages" else "tokens",
+                           threshold))
+        clauses.append(tuple(clause))
+    return tuple(clauses)
 
 
 def _check_limits(r: _Reader, value: Any, path: str, depth: int) -> None:

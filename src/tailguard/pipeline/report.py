@@ -136,7 +136,7 @@ def describe_stage(policy: Policy, index: int) -> str:
         what = f"spill, on failure {s.on_failure}"
     else:
         assert isinstance(s, Compact)
-        what = f"compact at {s.trigger} {s.trigger_unit}, keep {s.keep} {s.keep_unit}"
+        what = f"compact at {s.describe_trigger()}, keep {s.keep} {s.keep_unit}"
     return f"stage {index} ({what}, line {s.line})"
 
 

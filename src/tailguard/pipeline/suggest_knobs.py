@@ -114,7 +114,7 @@ def knobs(policy: Policy, profile: Profile) -> list[Knob]:
             if cap > s.limit:
                 out.append(Knob(i, "limit", s.limit, s.limit, cap, +1))
         elif isinstance(s, Compact):
-            if s.trigger > 1:
+            if s.trigger > 1 and not s.trigger_any:  # a clause list is not one knob: left as it is
                 out.append(Knob(i, "trigger", s.trigger, max(1, s.trigger // FACTOR), s.trigger, -1))
             keep_lo = max(1, s.keep // FACTOR)
             keep_hi = s.keep * FACTOR
@@ -196,7 +196,7 @@ def recipes(policy: Policy, profile: Profile) -> list[tuple[str, Assignment]]:
     Variants: the ceilings as they are, truncate limits raised to the window, ``turn_max``
     lowered to keep ``keep`` and the floor, and the floor moved to the truncator's unit."""
     compacts = [(i, s) for i, s in enumerate(policy.stages)
-                if isinstance(s, Compact) and s.trigger_unit == "tokens"]
+                if isinstance(s, Compact) and s.trigger_unit == "tokens" and not s.trigger_any]
     if not compacts or any(not isinstance(s, Truncate | Compact) for s in policy.stages):
         return []
     ci, c = compacts[-1]
@@ -303,7 +303,7 @@ def guesses(policy: Policy, knob: KnobId) -> list[int]:
     stage, name = knob
     s = policy.stages[stage] if stage is not None else None
     out: list[int] = []
-    if name == "input_limit" and isinstance(s, Compact) and s.trigger_unit == "tokens":
+    if name == "input_limit" and isinstance(s, Compact) and s.trigger_unit == "tokens" and not s.trigger_any:
         rest = policy.base_tokens + policy.keep_first * policy.turn_min
         if s.keep_unit == "turns":
             rest += max(0, s.keep - 1) * policy.turn_min
@@ -318,7 +318,7 @@ def guesses(policy: Policy, knob: KnobId) -> list[int]:
         for c in policy.stages:
             if isinstance(c, Compact):
                 out.append(_tail_min(policy, c, c.keep, policy.floor_unit))
-    if name == "trigger" and isinstance(s, Compact) and s.trigger_unit == "tokens":
+    if name == "trigger" and isinstance(s, Compact) and s.trigger_unit == "tokens" and not s.trigger_any:
         caps = [t.limit for t in policy.stages if isinstance(t, Truncate) and t.unit == "tokens"]
         caps += [policy.window] if policy.window else []
         if caps:

@@ -51,8 +51,8 @@ class Step:
 def _units(policy: Policy) -> list[str]:
     used: list[str] = []
     for s in policy.stages:
-        for u in ((s.unit,) if isinstance(s, Truncate) else (s.trigger_unit,) if isinstance(s, Compact)
-                  else ()):
+        for u in ((s.unit,) if isinstance(s, Truncate) else
+                  sorted(s.trigger_units) if isinstance(s, Compact) else ()):
             if u not in used:
                 used.append(u)
     if getattr(policy, "window", 0) and "tokens" not in used:
@@ -119,8 +119,9 @@ def _limits(policy: Policy, unit: str) -> list[tuple[str, str, int]]:
     for i, s in enumerate(policy.stages):
         if isinstance(s, Truncate) and s.unit == unit:
             out.append(("ceiling", f"ceiling (stage {i} truncate) {s.limit:,}", s.limit))
-        elif isinstance(s, Compact) and s.trigger_unit == unit:
-            out.append(("trigger", f"trigger (stage {i} compact) {s.trigger:,}", s.trigger))
+        elif isinstance(s, Compact):
+            for value in sorted({v for clause in s.clauses for u, v in clause if u == unit}):
+                out.append(("trigger", f"trigger (stage {i} compact) {value:,}", value))
     window = int(getattr(policy, "window", 0) or 0)
     if window and unit == "tokens":
         out.append(("window", f"window {window:,}", window))

@@ -20,10 +20,24 @@ from tailguard.base.errors import PolicyError
 # What a knob's TOML value may be:
 # ``size``: a LangChain-style context size ``["tokens"|"messages"|"fraction", n]``;
 # ``size_or_off``: the same or ``false`` (Python ``None``: the feature is off);
-# ``count``: an integer >= ``minimum``; ``count_or_off``: the same or ``false``.
-KnobKind = Literal["size", "size_or_off", "count", "count_or_off"]
+# ``count``: an integer >= ``minimum``; ``count_or_off``: the same or ``false``;
+# ``trigger``: ``size_or_off``, or LangChain's trigger clauses: a table ``{tokens = 4000,
+# messages = 10}`` (AND) or a list of sizes and tables (OR), read as a :class:`TriggerAny`.
+KnobKind = Literal["size", "size_or_off", "count", "count_or_off", "trigger"]
 SIZE_KINDS: tuple[str, ...] = ("tokens", "messages", "fraction")
 Values = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TriggerAny:
+    """LangChain's trigger list and clauses (``_normalize_trigger``): the middleware fires when
+    any clause is met, a clause when every ``(kind, amount)`` of it is (kinds ``tokens``,
+    ``messages``, ``fraction``)."""
+
+    clauses: tuple[tuple[tuple[str, int | float], ...], ...]
+
+    def toml(self) -> list[dict[str, Any]]:
+        return [dict(clause) for clause in self.clauses]
 
 
 @dataclass(frozen=True)
@@ -102,9 +116,12 @@ class Preset:
 
 def read_knob(knob: Knob, value: Any, fail: Callable[[str, str], PolicyError], window: int) -> Any:
     """Validate one TOML value against its knob; return the validated form."""
-    off = knob.kind in ("size_or_off", "count_or_off")
+    off = knob.kind in ("size_or_off", "count_or_off", "trigger")
     if value is False and off:
         return None
+    if knob.kind == "trigger" and (isinstance(value, dict) or (
+            isinstance(value, list) and value and all(isinstance(v, dict | list) for v in value))):
+        return _trigger_any(knob, value, fail, window)
     if knob.kind in ("count", "count_or_off"):
         if not is_int(value):
             alt = " or false (off)" if off else ""
@@ -130,6 +147,27 @@ def read_knob(knob: Knob, value: Any, fail: Callable[[str, str], PolicyError], w
     return (kind, amount)
 
 
+def _trigger_any(knob: Knob, value: dict[str, Any] | list[Any], fail: Callable[[str, str], PolicyError],
+                 window: int) -> TriggerAny:
+    """A clause table or a list of sizes and clause tables, validated as LangChain does
+    (``_validate_mapping``: known kinds, integer counts and tokens, fractions in (0, 1])."""
+    clauses: list[tuple[tuple[str, int | float], ...]] = []
+    for item in [value] if isinstance(value, dict) else value:
+        if isinstance(item, list):
+            clauses.append((read_knob(Knob(knob.name, "size", None, ""), item, fail, window),))
+            continue
+        if not item:
+            raise fail(knob.name, "a trigger clause must set at least one of tokens, messages, fraction")
+        clause: list[tuple[str, int | float]] = []
+        for kind, amount in item.items():
+            if kind not in SIZE_KINDS:
+                raise fail(knob.name, f"unsupported trigger metric {kind!r} (expected tokens, messages "
+                                      f"or fraction)")
+            clause.append(read_knob(Knob(knob.name, "size", None, ""), [kind, amount], fail, window))
+        clauses.append(tuple(clause))
+    return TriggerAny(tuple(clauses))
+
+
 def size_value(size: tuple[str, Any], window: int) -> int:
     """A context size in tokens or messages, as LangChain resolves it: a fraction is
     ``int(window * x)`` and at least 1."""
@@ -147,6 +185,8 @@ def as_toml(value: Any) -> Any:
     """A validated knob value as it is written in TOML (tuples as lists, None as false)."""
     if value is None:
         return False
+    if isinstance(value, TriggerAny):
+        return value.toml()
     if isinstance(value, tuple):
         return list(value)
     return value

@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tailguard.pipeline.presets._base import Difference, Knob, Preset, Values, size_unit, size_value
+from tailguard.pipeline.presets._base import (
+    Difference,
+    Knob,
+    Preset,
+    TriggerAny,
+    Values,
+    size_unit,
+    size_value,
+)
 
 WINDOW = Knob("window", "count_or_off", None,
               "the chat model's profile `max_input_tokens` (fractions need it; it is also the "
@@ -25,9 +33,11 @@ WINDOW = Knob("window", "count_or_off", None,
 SUMMARY_TOKENS = Knob("summary_tokens", "count", 1000,
                       "not a framework knob: the size of the summary message the summarizer writes "
                       "(tokens as `token_counter` counts them)", framework_knob=False)
-TRIGGER = Knob("trigger", "size_or_off", None,
+TRIGGER = Knob("trigger", "trigger", None,
                "when to summarize: [\"tokens\", n] (total >= n), [\"messages\", n] (count >= n) or "
-               "[\"fraction\", x] (of `window`); false/absent: never (LangChain's default)")
+               "[\"fraction\", x] (of `window`); a table {tokens = n, messages = m} fires when all "
+               "are met (AND), a list of sizes and tables when any is (OR); false/absent: never "
+               "(LangChain's default)")
 KEEP = Knob("keep", "size", ("messages", 20), "what stays verbatim after a summary")
 TRIM = Knob("trim_tokens_to_summarize", "count_or_off", 4000,
             "the summarizer sees only the newest this-many tokens of the candidates (the oldest one "
@@ -92,17 +102,30 @@ def compact_stage(values: Values) -> dict[str, Any]:
     """LangChain's one compaction as a 6b compact stage (deepagents reuses it)."""
     window = values["window"] or 0
     trigger, keep = values["trigger"], values["keep"]
-    stage: dict[str, Any] = {
-        "kind": "compact",
-        "trigger_unit": size_unit(trigger), "trigger": size_value(trigger, window),
+    stage: dict[str, Any] = {"kind": "compact"}
+    if isinstance(trigger, TriggerAny):  # OR over the clauses, AND within (``_should_summarize``)
+        stage["trigger_any"] = [trigger_table(clause, window) for clause in trigger.clauses]
+    else:
+        stage.update(trigger_unit=size_unit(trigger), trigger=size_value(trigger, window))
+    stage.update({
         "keep_unit": size_unit(keep), "keep": size_value(keep, window),
         "summary_tokens": values["summary_tokens"],
         "summary": "message",  # the earlier summary is the oldest candidate, trimmed first
         "input": "candidates",
-    }
+    })
     if values["trim_tokens_to_summarize"] is not None:
         stage.update(input_limit=values["trim_tokens_to_summarize"], input_limit_unit="tokens", clip=True)
     return stage
+
+
+def trigger_table(clause: tuple[tuple[str, Any], ...], window: int) -> dict[str, int]:
+    """One LangChain trigger clause as a ``trigger_any`` table: a fraction is tokens
+    (``int(window * x)``, at least 1), and two token thresholds of one clause are their larger."""
+    table: dict[str, int] = {}
+    for size in clause:
+        unit = size_unit(size)
+        table[unit] = max(table.get(unit, 0), size_value(size, window))
+    return table
 
 
 def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -121,3 +121,44 @@ def echo_model() -> EchoModel:
 def human(thread: str, i: int, chars: int = 120, with_id: bool = True) -> HumanMessage:
     mark = f"MK{thread}x{i:03d}"
     return HumanMessage(content=f"{mark} " + "h" * chars, id=f"h-{mark}" if with_id else None)
+
+
+class ToolCallingModel(GenericFakeChatModel):
+    """LangChain's fake chat model as a tool-calling agent: it answers a human message with a
+    call of the ``lookup`` tool on its marker, and the tool's result (``MK...t``) with a reply
+    ``RMK...t``; so one turn is four messages and the agent's model runs twice per turn."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        from langchain_core.messages import ToolMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            mark = sorted(markers(str(last.content)))[0]
+            reply = AIMessage(content=f"R{mark} " + "a" * 80, id=f"ai-R{mark}")
+        else:
+            asked = next(m for m in reversed(messages) if isinstance(m, HumanMessage)
+                         and not m.additional_kwargs.get("lc_source"))
+            mark = sorted(markers(str(asked.content)))[0]
+            reply = AIMessage(content="", id=f"ai-call-{mark}",
+                              tool_calls=[{"name": "lookup", "args": {"q": mark}, "id": f"call-{mark}"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self
+
+
+def tool_calling_model() -> ToolCallingModel:
+    return ToolCallingModel(messages=iter(()))
+
+
+def lookup_tool() -> Any:
+    """The ``lookup`` tool the tool-calling model calls: its result carries ``MK...t``."""
+    from langchain_core.tools import tool
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return f"{q}t " + "t" * 300
+
+    return lookup

@@ -41,7 +41,16 @@ from tailguard.adapters._offsets import AdapterError
 from tailguard.adapters.langchain import STATE_KEY, GuardedSummarizationMiddleware, messages_from_spill
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore, SpillStore
-from tests.adapters.fakes import audit_json, echo_model, human, marker_summarizer, markers, prompt_text
+from tests.adapters.fakes import (
+    audit_json,
+    echo_model,
+    human,
+    lookup_tool,
+    marker_summarizer,
+    markers,
+    prompt_text,
+    tool_calling_model,
+)
 
 KNOBS: dict[str, Any] = {"trigger": ("messages", 10), "keep": ("messages", 4), "trim_tokens_to_summarize": 250}
 
@@ -59,11 +68,15 @@ def spilled_markers(store: SpillStore, session: str) -> set[str]:
 
 
 def predicted_loss(messages: list[BaseMessage], spilled: set[str]) -> set[str] | None:
+    return predicted_loss_with(KNOBS, messages, spilled)
+
+
+def predicted_loss_with(knobs: dict[str, Any], messages: list[BaseMessage], spilled: set[str]) -> set[str] | None:
     """What the plain middleware's compaction of ``messages`` would lose (None: no compaction):
     markers of what it deletes, less what its summarizer is shown whole (the trimmer cuts a long
     message part-way, keeping its last lines: what a summarizer reads of a cut message is not the
     message, SPEC.md section 4b) and what is already spilled."""
-    base = SummarizationMiddleware(marker_summarizer(), **KNOBS)
+    base = SummarizationMiddleware(marker_summarizer(), **knobs)
     if not base._should_summarize(messages, base.token_counter(messages)):
         return None
     cutoff = base._determine_cutoff_index(messages)
@@ -363,6 +376,89 @@ def test_stateless_requests_before_a_first_compaction_leave_no_log(tmp_path: Pat
     assert log_events(log)[0]["session_id"].startswith("stateless-")
     with pytest.raises(AdapterError, match="needs its own"):
         agent.invoke({"messages": [human("ben", 1, with_id=False)]})
+
+
+# -- tool-calling agents: the model runs twice per turn ---------------------------------------
+
+TOOL_KNOBS: dict[str, Any] = {"trigger": ("tokens", 1500), "keep": ("messages", 5), "trim_tokens_to_summarize": 600}
+
+
+@pytest.mark.parametrize("keep_ids", [False, True], ids=["without-ids", "with-ids"])
+def test_a_stateless_tool_calling_agent(tmp_path: Path, keep_ids: bool) -> None:
+    """No checkpointer, a tool call in every turn: the guard's ``before_model`` runs twice per
+    request, the second time after the first dropped its append-only session (it crashed on the
+    vanished log before). Two users, nothing lost, every log audits clean."""
+    store = FileSpillStore(tmp_path / "spills", create=True)
+    mw = GuardedSummarizationMiddleware(marker_summarizer(), recovery_floor_span=3, on_refuse="spill",
+                                        store=store, log=f"{tmp_path}/logs/", **TOOL_KNOBS)
+    agent = create_agent(tool_calling_model(), tools=[lookup_tool()], middleware=[mw])
+    rng = random.Random(7)
+    histories: dict[str, list[BaseMessage]] = {"alice": [], "bob": []}
+    sent: dict[str, set[str]] = {"alice": set(), "bob": set()}
+    for i in range(16):
+        for user in histories:
+            request = [*resend(histories[user], keep_ids), human(user, i, chars=rng.randrange(20, 300),
+                                                                  with_id=keep_ids)]
+            histories[user] = agent.invoke({"messages": request})["messages"]
+            mark = f"MK{user}x{i:03d}"
+            sent[user] |= {mark, f"{mark}t", f"R{mark}t"}
+    for user, history in histories.items():
+        sid = history[0].additional_kwargs["tailguard"]["state"]["session"]
+        held = markers(text_of(history)) | spilled_markers(store, sid)
+        assert sent[user] <= held, sorted(sent[user] - held)
+        path = tmp_path / "logs" / log_file_name(sid)
+        report = audit_clean(path, sum(e["event"] == "refusal" for e in log_events(path)))
+        assert len(report["compactions"]) >= 2
+
+
+@pytest.mark.parametrize("on_refuse", ["spill", "halt"])
+def test_tool_calling_threads_under_sqlite_restarts(tmp_path: Path, on_refuse: str) -> None:
+    """Two interleaved threads of a tool-calling agent under ``SqliteSaver``, a new middleware at
+    random points: with spill nothing is lost and the logs audit clean; with halt the first
+    refusal is a loss the plain middleware would make (the trim hides candidates)."""
+    store = FileSpillStore(tmp_path / "spills", create=True)
+    conns: list[sqlite3.Connection] = []
+
+    def build() -> Any:
+        conns.append(sqlite3.connect(tmp_path / "checkpoints.db", check_same_thread=False))
+        mw = GuardedSummarizationMiddleware(marker_summarizer(), recovery_floor_span=3, on_refuse=on_refuse,
+                                            store=store, log=f"{tmp_path}/logs/", **TOOL_KNOBS)
+        return create_agent(tool_calling_model(), tools=[lookup_tool()], middleware=[mw],
+                            checkpointer=SqliteSaver(conns[-1]))
+
+    rng = random.Random(11)
+    agent = build()
+    sent: dict[str, set[str]] = {"alice": set(), "bob": set()}
+    try:
+        for i in range(14):
+            for thread in sent:
+                if rng.random() < 0.2:
+                    agent = build()
+                config: Any = {"configurable": {"thread_id": thread}}
+                turn = human(thread, i, chars=rng.randrange(20, 300))
+                if on_refuse == "halt":
+                    try:
+                        agent.invoke({"messages": [turn]}, config)
+                    except UnrecoverableCompactionError:
+                        # the refusal is right: plain LangChain's compaction of what the refused
+                        # call saw (the checkpoint it failed on) loses a marker
+                        seen = agent.get_state(config).values["messages"]
+                        assert predicted_loss_with(TOOL_KNOBS, seen, set()), "refused a compaction that loses nothing"
+                        return
+                else:
+                    agent.invoke({"messages": [turn]}, config)
+                mark = f"MK{thread}x{i:03d}"
+                sent[thread] |= {mark, f"{mark}t", f"R{mark}t"}
+        assert on_refuse == "spill", "halt never refused, yet the trim hides candidates"
+        for thread in sent:
+            held = markers(text_of(agent.get_state({"configurable": {"thread_id": thread}}).values["messages"]))
+            held |= spilled_markers(store, thread)
+            assert sent[thread] <= held, sorted(sent[thread] - held)
+            path = tmp_path / "logs" / log_file_name(thread)
+            audit_clean(path, sum(e["event"] == "refusal" for e in log_events(path)))
+    finally:
+        for conn in conns:
+            conn.close()
 
 
 # -- 4: adoption ----------------------------------------------------------------------------

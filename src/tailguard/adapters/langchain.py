@@ -407,34 +407,36 @@ class GuardedSummarizationMiddleware(SummarizationMiddleware):
         with self._locked(_OUTSIDE if where.sid is None else where.sid):
             sess = self._load(where)
             update = run_steps(self._compaction(state, sess, where), self._create_summary)
-            self._settle(where, sess, update)
-            return update
+            return self._settle(where, sess, update)
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         where = self._where(state)
         async with self._alocked(_OUTSIDE if where.sid is None else where.sid):
             sess = self._load(where)
             update = await arun_steps(self._compaction(state, sess, where), self._acreate_summary)
-            self._settle(where, sess, update)
-            return update
+            return self._settle(where, sess, update)
 
-    def _settle(self, where: _Where, sess: _Session, update: dict[str, Any] | None) -> None:
-        """Drop a stateless request's new session that has nowhere to live on. Without a
-        checkpointer the state rides in the newest guard summary; a request that starts a session
-        and ends with no guard summary in its history leaves nothing the next request could
-        continue from, so the next one starts anew. When such a session recorded nothing but
+    def _settle(self, where: _Where, sess: _Session, update: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The call's update, less a stateless request's new session that has nowhere to live on.
+        Without a checkpointer the state rides in the newest guard summary; a request that starts
+        a session and ends with no guard summary in its history leaves nothing the next request
+        could continue from, so the next one starts anew. When such a session recorded nothing but
         appends (no compaction, refusal, spill or adoption), it is dropped with its log: a
         stateless server does not keep a log per request before a conversation's first
-        compaction. A session that recorded a decision keeps its log."""
+        compaction. A session that recorded a decision keeps its log. A dropped session's state
+        leaves the update too: a later model call of the same run (after a tool call) must start
+        anew, not continue a session whose log is gone."""
         if where.kind != "new" or not where.stateless or update is None or "messages" in update:
-            return
+            return update
         ledger = sess.guard.ledger
         if ledger.refusals or sess.guard.spills or ledger.unverified or ledger.summaries:
-            return
+            return update
         assert sess.sid is not None
         self._sessions.forget(sess.sid)
         sess.close()
         self._logs.discard(sess.sid)
+        rest = {k: v for k, v in update.items() if k != STATE_KEY}
+        return rest or None
 
     def _compaction(self, state: Any, sess: _Session,
                     where: _Where) -> Generator[list[AnyMessage], str, dict[str, Any] | None]:

@@ -299,3 +299,102 @@ def test_the_installed_sdk_is_the_validated_one() -> None:
     for entry in preset.validated_on:
         package, version = entry.split(" ")
         assert md.version(package) == version, f"validated on {entry}, installed {md.version(package)}"
+
+
+# -- the token rule (token_rule_keeps_nothing, as declared) ----------------------------------
+
+
+class CharCountLLM(TestLLM):
+    """The agent's LLM for the token rule: the SDK's ``TestLLM`` with a context window and a
+    token count of one token per character of the messages' text (the turn sizes here)."""
+
+    __test__ = False
+
+    def get_token_count(self, messages: list[Message], *args: Any, **kwargs: Any) -> int:
+        return sum(len(c.text) for m in messages for c in m.content if isinstance(c, TextContent))
+
+
+class PaddedLLM(RecordingLLM):
+    """A summarizer whose summary is exactly ``SUMMARY_CHARS`` characters (the model's
+    ``summary_tokens``), its markers first."""
+
+    __test__ = False
+
+    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+        prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
+        self._prompts.append(prompt)
+        text = ("SUMMARY " + " ".join(self.read(prompt)) + " ").ljust(SUMMARY_CHARS, "s")
+        assert len(text) == SUMMARY_CHARS, "too many markers for the padded summary"
+        self._scripted_responses.append(Message(role="assistant", content=[TextContent(text=text)]))
+        return TestLLM.completion(self, messages, *args, **kwargs)
+
+
+SUMMARY_CHARS = 500
+
+
+def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int) -> tuple[int, int]:
+    """The token rule on the SDK (``max_tokens = limit``) against the preset: the same
+    condensations (the trigger is exact), the model keeping no more than the SDK and everything
+    forgotten shown whole; after each, the model continues from the SDK's state. Returns the
+    condensations compared and the hard context resets seen (after one, comparison stops)."""
+    llm = PaddedLLM(model="test-model", usage_id="condenser")
+    agent = CharCountLLM(model="test-model", usage_id="agent")
+    condenser = LLMSummarizingCondenser(llm=llm, max_size=10_000, keep_first=keep_first, max_tokens=limit)
+    policy = parse_policy(
+        f'name = "tokens"\nturn_tokens = [1, 1200]\nmessages_per_turn = [1, 1]\nfloor = 0\n'
+        f'floor_unit = "messages"\n[framework]\nname = "openhands.CondenserPipeline"\nmax_size = 10000\n'
+        f'keep_first = {keep_first}\nmax_tokens = {limit}\nsummary_tokens = {SUMMARY_CHARS}\n'
+        f'max_event_chars = {PREVIEW_CHARS}\n', "tokens.toml")
+    sim = ModelRun(policy)
+    log: list[SdkEvent] = []
+    turn_of: dict[str, int] = {}
+    covered: set[int] = set()
+    compared = 0
+    pinned = max(keep_first, 1)
+    for index, size in enumerate(sizes):
+        ev = event(index, size, roles[index])
+        llm._texts[index] = content(index, 0, size)
+        turn_of[ev.id] = index
+        log.append(ev)
+        view = View.from_events(log)
+        result = condenser.condense(view, agent_llm=agent)
+        predicted, _ = sim.append(Turn("human", (size,)))
+        where = f"event {index} (max_tokens {limit}, keep_first {keep_first})"
+        if not isinstance(result, Condensation):
+            if predicted is not None:
+                raise Mismatch(f"{where}: the model compacted, the SDK did not")
+            continue
+        if predicted is None:
+            raise Mismatch(f"{where}: the SDK condensed, the model did not trigger")
+        forgotten = {turn_of[i] for i in result.forgotten_event_ids if i in turn_of}
+        shown = {t for t in forgotten if llm._texts[t] in llm._prompts[-1]}
+        if shown != forgotten:
+            raise Mismatch(f"{where}: the SDK forgot {sorted(forgotten)} but showed {sorted(shown)}")
+        log.append(result)
+        after = [turn_of[e.id] for e in View.from_events(log).events if e.id in turn_of]
+        if any(t < pinned for t in forgotten):  # a hard context reset: it forgets the pinned too
+            return compared, 1
+        kept = [t for t in after if t >= pinned]
+        if not set(predicted.kept) <= set(kept) or not set(predicted.deleted) >= forgotten:
+            raise Mismatch(f"{where}: the model kept {predicted.kept}, the SDK {kept}")
+        covered |= shown
+        sim.resync(kept, covered)
+        compared += 1
+    return compared, 0
+
+
+@SETTINGS
+@given(session=sessions(max_events=40, longest=300), limit=st.integers(1500, 4000), keep_first=st.integers(0, 3))
+def test_the_token_rule_is_modelled_carefully(session: tuple[list[int], list[str]], limit: int,
+                                              keep_first: int) -> None:
+    run_tokens(*session, limit, keep_first)
+
+
+def test_the_token_rule_condenses_and_resets() -> None:
+    compared, resets = run_tokens(*alternating(40), 2000, 2)
+    assert compared >= 2 and resets == 0
+    # the oldest unpinned event holds more than the tokens to shed: forgetting it alone is under
+    # minimum_progress (0.1 of the view), so the SDK resets: it forgets every event after the
+    # system prompt, the pinned first user message too, all shown to the summarizer
+    sizes, roles = [100, 12, 500, *([12] * 40)], alternating(43)[1]
+    assert run_tokens(sizes, roles, 900, 2)[1] == 1

@@ -141,8 +141,9 @@ TOKEN_RULE = Difference(
     "none on holes (every forgotten event is shown in both); a floor above zero is reported "
     "violated whenever the token rule can fire, which the SDK reaches on sessions whose oldest "
     "unpinned events hold most of the tokens",
-    "the differential test drives the events rule (no agent window); the token rule is not "
-    "compared")
+    "compared with a one-token-per-character agent LLM: the same trigger, the model's tail a "
+    "subset of the SDK's (empty), every forgotten event shown; the test then continues from the "
+    "SDK's state, and stops at a hard context reset (seen on purpose)")
 TOOL_PAIRS = Difference(
     "tool_call_pairs",
     "the SDK never separates an ActionEvent from its ObservationEvent (manipulation indices): "

@@ -1,23 +1,29 @@
-"""OpenHands' default condenser pipeline (brief 6c): window condenser, then LLM summarizer.
+"""The OpenHands SDK's ``LLMSummarizingCondenser`` (brief 6c), validated on ``openhands-sdk``.
 
-Built from the source, not a package: read from All-Hands-AI/OpenHands at commit
-``156d0686c46aafb0fa9d291da6421fb6f64dddc0`` (2025-11-28), ``openhands/server/session/
-session.py`` (the default pipeline: ``ConversationWindowCondenserConfig()``,
-``BrowserOutputCondenserConfig(attention_window=2)``, ``LLMSummarizingCondenserConfig(
-keep_first=4, max_size=settings.condenser_max_size or 120)``) and ``openhands/memory/
-condenser/impl/``. ``CondenserPipeline.condense`` runs them in order and stops at the first
-that returns a ``Condensation``.
+Read from ``openhands/sdk/context/condenser/`` of openhands-sdk 1.58.2 (Python >= 3.12);
+``tests/presets/test_openhands_preset.py`` drives that package offline (its own ``TestLLM``,
+recording what the summarizer was shown) and compares every condensation with this model.
 
-- ``LLMSummarizingCondenser``: when ``len(view) > max_size`` (the summary event counts), keep
-  the first ``keep_first`` events, the summary event and the newest ``max_size // 2 -
-  keep_first - 1`` events; every other event is forgotten after being shown to the summarizer
-  (each truncated to ``max_event_length`` characters), with the previous summary whole.
-- ``ConversationWindowCondenser``: only on a condensation request (the LLM raised a
-  context-window error): keep the essential first events and about half of the rest, no
-  summary: the forgotten events are lost.
-
-No installable package holds these condensers here (see ``DIFFERENTIAL``), so the preset names
-the commit it was read from and no differential test can run.
+- **Events rule** (``Reason.EVENTS``): when ``len(view) > max_size`` (the view counts every
+  event in it: the system prompt event, the summary event), keep the first ``keep_first``
+  events (and always the leading ``SystemPromptEvent``), forget the events from there up to
+  the newest ``max_size // 2 - keep_first - 1``, and insert one summary event where the
+  forgotten ones began. The summarizer is shown every forgotten event as ``str(event)`` and
+  nothing else: the text cut at 500 characters (``N_CHAR_PREVIEW``), an ``ActionEvent`` without
+  its tool-call arguments (``event_preview``). The previous summary event sits first among the
+  forgotten events, so it is shown (cut like the others) and forgotten like them
+  (``summary = "message"``).
+- **Token rule** (``Reason.TOKENS``): when the view's tokens exceed ``min(max_tokens, the agent
+  LLM's max_input_tokens)`` (``LLMSummarizingCondenserSettings`` passes the agent LLM's window
+  as ``max_tokens`` when unset), the same condensation keeps the newest events under half of
+  it; a condensation that would forget too few (``minimum_progress``) becomes a hard context
+  reset that summarizes every event after the system prompt. Tokens are the model tokenizer's
+  count of the rendered messages, which turn sizes cannot predict: the model keeps no tail
+  here (``token_rule_keeps_nothing``), never less careful than the SDK.
+- ``PipelineCondenser`` runs condensers in order and stops at the first ``Condensation``;
+  ``NoOpCondenser`` never condenses. The old repository's window, browser-masking and
+  forgetting condensers are not in the SDK; a context-window error from the agent's LLM emits
+  a ``CondensationRequest``, which this condenser handles by summarizing too.
 """
 
 from __future__ import annotations
@@ -28,105 +34,143 @@ from typing import Any
 from tailguard.base.errors import PolicyError
 from tailguard.pipeline.presets._base import Difference, Knob, Preset, Values
 
-SOURCE = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0"
-DIFFERENTIAL = (
-    "impossible here: no package installable from this machine's index contains the condensers "
-    "(openhands-ai 0.8.3 to 0.9.8 ship only the old openhands/memory/condenser.py MemoryCondenser; "
-    "openhands-sdk is not on the index); the preset is built from the fetched source " + SOURCE
-)
+PACKAGE = "openhands-sdk 1.58.2"
+DIFFERENTIAL = "tests/presets/test_openhands_preset.py"  # Python >= 3.12: .venvs/py3.12-openhands
 
-MAX_SIZE = Knob("max_size", "count", 120, "condense when the view holds more than this many events "
-                "(settings.condenser_max_size or 120; LLMSummarizingCondenserConfig's own default is "
-                "100)", minimum=2)
-KEEP_FIRST = Knob("keep_first", "count", 4, "the first events always kept (the pipeline's 4; the "
-                  "config's own default is 1)", minimum=0)
-MAX_EVENT_LENGTH = Knob("max_event_length", "count", 10_000,
-                        "characters of each event shown to the summarizer (not modelled: see "
-                        "`max_event_length` in the differences)")
+MAX_SIZE = Knob("max_size", "count", 240,
+                "condense when the view holds more than this many events (the system prompt and "
+                "summary events count); LLMSummarizingCondenser's and its settings' default "
+                "(default_condenser(), the sub-agents' one, uses 80)", minimum=4)
+KEEP_FIRST = Knob("keep_first", "count", 2,
+                  "the first events never condensed (the leading system prompt event always "
+                  "stays); default_condenser() uses 4", minimum=0)
+MAX_TOKENS = Knob("max_tokens", "count_or_off", None,
+                  "condense when the view's tokens exceed min(max_tokens, window) (see "
+                  "`token_rule_keeps_nothing`); false/absent: only `window`, if set")
 WINDOW = Knob("window", "count_or_off", None,
-              "the LLM's context window in tokens: above it the LLM raises a context-window error "
-              "and the ConversationWindowCondenser forgets; false/absent: no window condenser")
+              "the agent LLM's context window (LLM.max_input_tokens, or litellm's model info): "
+              "the condenser's token rule uses it too; false/absent: an unknown model")
 SUMMARY_TOKENS = Knob("summary_tokens", "count", 1000,
                       "not a framework knob: the size of the summary event", framework_knob=False)
-KNOBS = (MAX_SIZE, KEEP_FIRST, MAX_EVENT_LENGTH, WINDOW, SUMMARY_TOKENS)
+PREVIEW_CHARS = 500  # openhands.sdk.event.base.N_CHAR_PREVIEW
+MAX_EVENT_CHARS = Knob("max_event_chars", "count_or_off", None,
+                       "not a framework knob: the most characters any event's text holds, summaries "
+                       f"included. The summarizer is shown str(event), cut at {PREVIEW_CHARS} "
+                       "characters (N_CHAR_PREVIEW), and an ActionEvent without its tool-call "
+                       f"arguments: at most {PREVIEW_CHARS} (message events only) every forgotten "
+                       "event is shown whole; false/absent (the default) or more: every forgotten "
+                       "event and the previous summary count as shown in part (`event_preview`)",
+                       framework_knob=False)
+KNOBS = (MAX_SIZE, KEEP_FIRST, MAX_TOKENS, WINDOW, SUMMARY_TOKENS, MAX_EVENT_CHARS)
+
+
+def shown_whole(values: Values) -> bool:
+    """Whether the summarizer sees every forgotten event whole (``str(event)`` is uncut)."""
+    chars = values["max_event_chars"]
+    return chars is not None and chars <= PREVIEW_CHARS
+
+
+def tail_events(values: Values) -> int:
+    """``events_from_tail`` of the events rule: the newest events a condensation keeps."""
+    return int(values["max_size"] // 2 - values["keep_first"] - 1)
 
 
 def _check(values: Values, fail: Callable[[str, str], PolicyError]) -> None:
-    if values["keep_first"] >= values["max_size"] // 2:  # LLMSummarizingCondenser.__init__
-        raise fail("keep_first", f"keep_first ({values['keep_first']}) must be less than half of "
-                                 f"max_size ({values['max_size']}) (OpenHands' ValueError)")
+    if tail_events(values) <= 0:  # validate_keep_first_vs_max_size
+        raise fail("keep_first", f"keep_first ({values['keep_first']}) must be less than max_size // 2 "
+                                 f"- 1 ({values['max_size']} // 2 - 1) (the SDK's ValueError: "
+                                 "\"keep_first must be less than max_size // 2 to leave room for "
+                                 "condensation\")")
+
+
+def token_limit(values: Values) -> int | None:
+    """The token rule's limit: ``_effective_max_tokens``, the smaller of the two set."""
+    limits = [v for v in (values["max_tokens"], values["window"]) if v]
+    return min(limits) if limits else None
 
 
 def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    summarize = {
-        "kind": "compact",
-        # len(view) > max_size; the view counts the summary event, as the messages unit does
-        "trigger_unit": "messages", "trigger": values["max_size"] + 1,
-        "keep_unit": "messages", "keep": values["max_size"] // 2 - values["keep_first"] - 1,
-        "summary_tokens": values["summary_tokens"],
-        "summary": "separate",  # the previous summary is shown whole, never forgotten unseen
-        "input": "candidates",
-    }
-    top: dict[str, Any] = {"keep_first": values["keep_first"]}
-    stages = [summarize]
+    common: dict[str, Any] = {"summary_tokens": values["summary_tokens"],
+                              "summary": "message",  # the previous summary event is the oldest forgotten one
+                              "input": "candidates"}
+    if not shown_whole(values):
+        # event_preview: a 1-token input limit leaves every candidate of more than one token,
+        # and the previous summary, shown in part
+        common.update(input_limit=1, input_limit_unit="tokens")
+    events = {"kind": "compact", "trigger_unit": "messages", "trigger": values["max_size"] + 1,
+              "keep_unit": "messages", "keep": tail_events(values), **common}
+    # turn 0 is the system prompt event, which the SDK never forgets (protected_prefix)
+    top: dict[str, Any] = {"keep_first": max(values["keep_first"], 1)}
+    stages = [events]
+    limit = token_limit(values)
+    if limit is not None:
+        stages.append({"kind": "compact", "trigger_unit": "tokens", "trigger": limit + 1,
+                       "keep_unit": "tokens", "keep": 0, **common})
     if values["window"]:
         top["window"] = values["window"]
-        # the context-window error comes from the LLM call after the summarizer ran; the
-        # window condenser then forgets before the next call: a token truncate after it
-        stages.append({"kind": "truncate", "unit": "tokens", "limit": values["window"]})
     return top, stages
 
 
 def check_shape(messages_per_turn: tuple[int, int], fail: Callable[[str, str], PolicyError]) -> None:
-    """An OpenHands event is a turn: the summarizing condenser cuts between any two events."""
+    """An OpenHands event is a turn: the condenser cuts between any two message events."""
     if tuple(messages_per_turn) != (1, 1):
         raise fail("messages_per_turn", "OpenHands' LLMSummarizingCondenser cuts between any two "
-                                        "events (an action and its observation too), so each event "
-                                        "is its own turn: use messages_per_turn = [1, 1]")
+                                        "events, so each event is its own turn (turn 0 the system "
+                                        "prompt event): use messages_per_turn = [1, 1]")
 
 
-HALF_NOT_ENOUGH = Difference(
-    "window_forgets_half",
-    "the ConversationWindowCondenser forgets about half of the non-essential events at once; the "
-    "truncate stage drops the oldest only until the window holds.",
-    "every firing is a hole in both; OpenHands' holes are larger (the verdict is the same)",
-    "no differential test (see `differential`)")
-ESSENTIAL_EVENTS = Difference(
-    "essential_events",
-    "the window condenser keeps the system message, the first user message and its recall "
-    "events; the stages pin the first `keep_first` events instead.",
-    "the same events when they are the first `keep_first` (OpenHands' usual order)",
-    "no differential test")
-SUMMARY_EVENT_COUNTED = Difference(
-    "summary_event_counted",
-    "`len(view)` counts the summary event; the trigger `max_size + 1` counts the verbatim events "
-    "(the summary is `separate`), so after the first condensation OpenHands condenses one event "
-    "earlier than the model.",
-    "the model compacts one append later than OpenHands: a model trace may be one append longer",
-    "no differential test")
-MAX_EVENT_LENGTH_CLIP = Difference(
-    "max_event_length",
-    "each forgotten event is shown truncated to `max_event_length` characters; a longer event is "
-    "shown in part, which brief 4c counts as unseen, and the stages do not clip per message.",
-    "events over the limit are holes the model does not report: keep every event under it",
-    "no differential test")
-BROWSER_MASKING = Difference(
-    "browser_output_masking",
-    "BrowserOutputCondenser(attention_window=2) masks all but the newest two browser observations; "
-    "not modelled.",
-    "sessions with browser output lose content the model does not report",
-    "no differential test")
+EVENT_PREVIEW = Difference(
+    "event_preview",
+    f"the summarizer is shown each forgotten event as str(event): its text cut at {PREVIEW_CHARS} "
+    "characters (N_CHAR_PREVIEW; the previous summary event too), an ActionEvent as its thought "
+    "and action class name without the tool-call arguments. Characters are not tokens, so unless "
+    f"`max_event_chars` is at most {PREVIEW_CHARS} the model counts every forgotten event of more "
+    "than one token, and the previous summary, as shown in part.",
+    "more careful: with `max_event_chars` unset or over the preview, every condensation that "
+    "forgets an event is a hole in the model; in the SDK the events over 500 characters (and "
+    "every tool call's arguments) are",
+    "compared: the model's shown events are a subset of the SDK's, and the SDK shows whole "
+    "exactly the events (and the previous summary) of at most 500 characters")
+TOKEN_RULE = Difference(
+    "token_rule_keeps_nothing",
+    "the token rule keeps the newest events under half of the limit as counted by the model's "
+    "tokenizer over the rendered messages (role framing, the tools in the system prompt), less "
+    "the first `keep_first` events' tokens, and a condensation under `minimum_progress` (0.1 of "
+    "the view) becomes a hard context reset that forgets every event after the system prompt; "
+    "the model's token stage keeps no tail.",
+    "none on holes (every forgotten event is shown in both); a floor above zero is reported "
+    "violated whenever the token rule can fire, which the SDK reaches on sessions whose oldest "
+    "unpinned events hold most of the tokens",
+    "compared with a one-token-per-character agent LLM: the same trigger, the model's tail a "
+    "subset of the SDK's (empty), every forgotten event shown; the test then continues from the "
+    "SDK's state, and stops at a hard context reset (seen on purpose)")
+TOOL_PAIRS = Difference(
+    "tool_call_pairs",
+    "the SDK never separates an ActionEvent from its ObservationEvent (manipulation indices): "
+    "the forgotten range ends at the next boundary, so a condensation can forget one event more "
+    "than the model, which cuts between any two events (messages_per_turn = [1, 1]).",
+    "one event fewer kept than modelled when the cut falls inside a tool call: keep the floor "
+    "one below the tail (`max_size // 2 - keep_first - 2`) in sessions with tool calls",
+    "the differential test uses message events only")
+REQUEST = Difference(
+    "condensation_request",
+    "a context-window error from the agent's LLM (or Conversation.condense()) adds a "
+    "CondensationRequest: the next condensation keeps the newest `len(view) // 2 - keep_first "
+    "- 1` events, everything forgotten shown to the summarizer; with the token rule at the "
+    "window this happens only when the provider counts more tokens than litellm.",
+    "no hole; a floor above half the view can be violated (not modelled)",
+    "not compared")
 
 PRESET = Preset(
     name="openhands.CondenserPipeline",
-    summary="OpenHands' default condenser pipeline: LLMSummarizingCondenser(keep_first=4, "
-            "max_size=120), and ConversationWindowCondenser when the LLM's window is exceeded",
+    summary="OpenHands SDK's LLMSummarizingCondenser(max_size=240, keep_first=2), with its token "
+            "rule at the agent LLM's window; the summarizer sees each forgotten event cut at 500 "
+            "characters",
     knobs=KNOBS,
     translate=_translate,
     check=_check,
-    validated_on=(SOURCE + " (source only)",),
+    validated_on=(PACKAGE,),
     differential=DIFFERENTIAL,
-    differences=(HALF_NOT_ENOUGH, ESSENTIAL_EVENTS, MAX_EVENT_LENGTH_CLIP,
-                 BROWSER_MASKING),
+    differences=(EVENT_PREVIEW, TOKEN_RULE, TOOL_PAIRS, REQUEST),
     doc="docs/presets/openhands.md",
 )

@@ -1,0 +1,400 @@
+"""Differential test of the ``openhands.CondenserPipeline`` preset against the OpenHands SDK.
+
+The SDK runs as installed (openhands-sdk needs Python >= 3.12 and cannot share a venv with
+the other frameworks: CI runs this file in ``.venvs/py3.12-openhands``, ``.ci/versions``).
+Its own ``LLMSummarizingCondenser`` (and a ``PipelineCondenser`` around it) condenses a
+conversation's ``View``, rebuilt from the event log with ``View.from_events`` after every
+event, as the agent loop does; its summarizer is the SDK's own ``TestLLM``, recording each
+prompt and answering with the markers it could read. Every condensation is compared with the
+preset's model stepped on the same events: the events forgotten, those shown whole to the
+summarizer, whether the previous summary was shown, and the events that stayed. Then the
+marker oracle: every event's marker is in the final view or in the summary.
+
+Event 0 is the system prompt event (the agent loop puts it first); every event is a turn of
+one message whose size in tokens is its text's length in characters. The token rule
+(``token_rule_keeps_nothing``) is not compared: no agent LLM window is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata as md
+import os
+import re
+import sys
+from typing import Any
+
+import pytest
+
+if sys.version_info < (3, 12):
+    pytest.skip("openhands-sdk requires Python >= 3.12 (pip on 3.11 finds no version); CI runs this "
+                "file in .venvs/py3.12-openhands (.ci/versions)", allow_module_level=True)
+
+from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, ModelRun, Turn, content
+
+# offline: litellm reads its bundled model map instead of fetching it; no banner on import
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
+if not REQUIRE:  # CI (TAILGUARD_REQUIRE_FRAMEWORKS=1): a missing SDK fails, never skips
+    pytest.importorskip("openhands.sdk", reason="install the openhands extra (Python >= 3.12)")
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+from openhands.sdk.context.condenser import LLMSummarizingCondenser, PipelineCondenser
+from openhands.sdk.context.condenser.base import CondenserBase
+from openhands.sdk.context.view import View
+from openhands.sdk.event import Condensation, MessageEvent, SystemPromptEvent
+from openhands.sdk.event.base import Event as SdkEvent, LLMConvertibleEvent
+from openhands.sdk.llm import Message, TextContent
+from openhands.sdk.testing import TestLLM
+from pydantic import PrivateAttr
+
+from tailguard.pipeline.policy import Policy, parse_policy
+from tailguard.pipeline.presets import find
+from tailguard.pipeline.presets.openhands import PREVIEW_CHARS
+
+TAG = re.compile(r"\[t(\d+)m0\]")
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+class RecordingLLM(TestLLM):
+    """The SDK's ``TestLLM``: each call's prompt recorded, the reply the tags it could read (an
+    event's tag when the event's whole text is in the prompt, and the tags of a summary shown)."""
+
+    __test__ = False
+    _prompts: list[str] = PrivateAttr(default_factory=list)
+    _texts: dict[int, str] = PrivateAttr(default_factory=dict)
+
+    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+        prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
+        self._prompts.append(prompt)
+        self._scripted_responses.append(
+            Message(role="assistant", content=[TextContent(text="SUMMARY " + " ".join(self.read(prompt)))]))
+        return super().completion(messages, *args, **kwargs)
+
+    def read(self, prompt: str) -> list[str]:
+        whole = {i for i, text in self._texts.items() if text in prompt}
+        summarized = {int(x) for line in prompt.splitlines() if "SUMMARY" in line for x in TAG.findall(line)}
+        return [f"[t{i}m0]" for i in sorted(whole | summarized)]
+
+
+def recording_llm() -> RecordingLLM:
+    return RecordingLLM(model="test-model", usage_id="condenser")
+
+
+def event(index: int, size: int, role: str) -> SdkEvent:
+    text = content(index, 0, size)
+    if index == 0:
+        return SystemPromptEvent(source="agent", system_prompt=TextContent(text=text), tools=[])
+    return MessageEvent(source="user" if role == "user" else "agent",
+                        llm_message=Message(role=role, content=[TextContent(text=text)]))
+
+
+def policy_of(k: dict[str, Any]) -> Policy:
+    text = (f'name = "differential"\nturn_tokens = [1, 1200]\nmessages_per_turn = [1, 1]\n'
+            f'floor = 0\nfloor_unit = "messages"\n[framework]\nname = "openhands.CondenserPipeline"\n'
+            f'max_size = {k["max_size"]}\nkeep_first = {k["keep_first"]}\n'
+            f'summary_tokens = {k["summary_tokens"]}\n')
+    if k.get("chars") is not None:
+        text += f'max_event_chars = {k["chars"]}\n'
+    return parse_policy(text, "differential.toml")
+
+
+@dataclasses.dataclass
+class Outcome:
+    compared: int
+    lost: set[str]  # markers in no final view event and no summary
+    model_holes: int
+
+
+def run(sizes: list[int], roles: list[str], k: dict[str, Any], *, policy: Policy | None = None,
+        pipeline: bool = False, llm: RecordingLLM | None = None) -> Outcome:
+    """Append the events one by one; condense the view after each, as the agent does."""
+    llm = llm or recording_llm()
+    condenser: CondenserBase = LLMSummarizingCondenser(llm=llm, max_size=k["max_size"], keep_first=k["keep_first"])
+    if pipeline:
+        condenser = PipelineCondenser(condensers=[condenser])
+    sim = ModelRun(policy or policy_of(k))
+    log: list[SdkEvent] = []
+    turn_of: dict[str, int] = {}
+    compared = holes = 0
+    pinned = max(k["keep_first"], 1)
+    summary_text: str | None = None
+    for index, size in enumerate(sizes):
+        ev = event(index, size, roles[index])
+        llm._texts[index] = content(index, 0, size)
+        turn_of[ev.id] = index
+        log.append(ev)
+        view = View.from_events(log)
+        calls = len(llm._prompts)
+        result = condenser.condense(view)
+        predicted, kinds = sim.append(Turn("human", (size,)))
+        holes += sum(1 for x in kinds if x.startswith("hole:"))
+        where = f"event {index} (max_size {k['max_size']}, keep_first {k['keep_first']})"
+        if not isinstance(result, Condensation):
+            if predicted is not None:
+                raise Mismatch(f"{where}: the model compacted, the SDK did not")
+            continue
+        if predicted is None:
+            raise Mismatch(f"{where}: the SDK condensed, the model did not trigger")
+        assert len(llm._prompts) == calls + 1, where
+        prompt = llm._prompts[-1]
+        present = [turn_of[e.id] for e in view.events if e.id in turn_of]
+        forgotten = tuple(sorted(turn_of[i] for i in result.forgotten_event_ids if i in turn_of))
+        shown = tuple(t for t in present if llm._texts[t] in prompt)
+        log.append(result)
+        after = View.from_events(log)
+        kept = tuple(turn_of[e.id] for e in after.events if e.id in turn_of and turn_of[e.id] >= pinned)
+        summary_shown = None if summary_text is None else summary_text in prompt
+        real = (forgotten, shown, kept, summary_shown)
+        model = (predicted.deleted, predicted.shown, predicted.kept,
+                 None if summary_text is None else predicted.summary_shown)
+        if k.get("chars") is None:  # event_preview, as declared: the model shows a subset
+            whole = tuple(t for t in forgotten if sizes[t] <= PREVIEW_CHARS)
+            whole_summary = None if summary_text is None else len(summary_text) <= PREVIEW_CHARS
+            if shown != whole or summary_shown != whole_summary:
+                raise Mismatch(f"{where}: the SDK showed {shown} (summary {summary_shown}), not the events "
+                               f"of at most {PREVIEW_CHARS} characters {whole} (summary {whole_summary})")
+            if not set(predicted.shown) <= set(shown) or model[3]:
+                raise Mismatch(f"{where}: the model showed {predicted.shown} (summary {model[3]}), more "
+                               f"than the SDK {shown}")
+            real, model = real[::2], model[::2]  # forgotten and kept: exact
+        if real != model:
+            raise Mismatch(f"{where}: the SDK forgot {forgotten}, showed {shown}, kept {kept}, previous "
+                           f"summary shown {summary_shown}; the model deleted {model[0]}, showed "
+                           f"{model[1]}, kept {model[2]}, summary shown {model[3]}")
+        summary_text = result.summary
+        compared += 1
+    final = View.from_events(log)
+    text = "\n".join(c.text for m in LLMConvertibleEvent.events_to_messages(final.events) for c in m.content
+                     if isinstance(c, TextContent))  # what the agent's LLM is sent
+    lost = {f"[t{i}m0]" for i in range(len(sizes))} - set(llm.read(text))
+    return Outcome(compared, lost, holes)
+
+
+@st.composite
+def knobs(draw: st.DrawFn) -> dict[str, Any]:
+    """``chars``: ``max_event_chars`` (500: every event and summary is shown whole; None: the
+    careful model, with events up to 900 characters)."""
+    max_size = draw(st.integers(4, 24))
+    keep_first = draw(st.integers(0, max_size // 2 - 2))
+    return {"max_size": max_size, "keep_first": keep_first, "summary_tokens": draw(st.integers(20, 300)),
+            "chars": draw(st.sampled_from([PREVIEW_CHARS, None]))}
+
+
+# At most 60 events: the fake summary ("SUMMARY [t0m0] ... [t59m0]") then stays under 500
+# characters, as max_event_chars = 500 states; longer runs are the careful model's.
+@st.composite
+def sessions(draw: st.DrawFn, max_events: int = 60, longest: int = 900) -> tuple[list[int], list[str]]:
+    count = draw(st.integers(1, max_events))
+    sizes = draw(st.lists(st.integers(12, longest), min_size=count, max_size=count))
+    roles = ["system", *draw(st.lists(st.sampled_from(["user", "assistant"]), min_size=count - 1,
+                                      max_size=count - 1))]
+    return sizes, roles
+
+
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@SETTINGS
+@given(session=sessions(), k=knobs(), pipeline=st.booleans())
+def test_the_sdk_agrees_with_the_preset_model(session: tuple[list[int], list[str]], k: dict[str, Any],
+                                              pipeline: bool) -> None:
+    if k["chars"] is not None:
+        session = ([min(size, 300) for size in session[0]], session[1])
+    check(run(*session, k, pipeline=pipeline), k)
+
+
+def check(out: Outcome, k: dict[str, Any]) -> None:
+    """The marker oracle against the model: shown whole, nothing is lost and the model finds no
+    hole; under the careful model, a lost marker is always a hole the model reported."""
+    if k["chars"] is not None:
+        assert out.lost == set() and out.model_holes == 0, out
+    else:
+        assert not out.lost or out.model_holes > 0, out
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=SLOW_EXAMPLES)
+@given(session=sessions(max_events=200), k=knobs())
+def test_the_sdk_agrees_with_the_preset_model_long(session: tuple[list[int], list[str]], k: dict[str, Any]) -> None:
+    k = {**k, "chars": None}  # past 60 events the fake summary outgrows 500 characters
+    check(run(*session, k), k)
+
+
+def alternating(count: int) -> tuple[list[int], list[str]]:
+    return [100] * count, ["system", *(["user", "assistant"] * count)[: count - 1]]
+
+
+def test_the_harness_compares_real_condensations() -> None:
+    """Many condensations, each compared, the previous summary among the forgotten events."""
+    out = run(*alternating(60), {"max_size": 10, "keep_first": 2, "summary_tokens": 50, "chars": 500})
+    assert out.compared >= 8 and out.lost == set()
+
+
+def test_a_long_summary_is_shown_cut_and_loses_markers() -> None:
+    """Past 500 characters the previous summary is shown cut (N_CHAR_PREVIEW): the SDK loses
+    the markers only it held, and the careful model reports holes."""
+    k = {"max_size": 10, "keep_first": 2, "summary_tokens": 50, "chars": None}
+    out = run(*alternating(120), k)
+    assert out.compared >= 15 and out.lost and out.model_holes > 0
+
+
+def test_a_long_event_is_shown_cut() -> None:
+    sizes, roles = alternating(20)
+    sizes[5] = 501
+    k = {"max_size": 10, "keep_first": 2, "summary_tokens": 50, "chars": None}
+    out = run(sizes, roles, k)
+    assert out.lost == {"[t5m0]"} and out.model_holes > 0
+    with pytest.raises(Mismatch, match="showed"):  # stated short, the event is not shown whole
+        run(sizes, roles, {**k, "chars": 500})
+
+
+def test_the_default_sizes_condense_as_documented() -> None:
+    """The SDK's defaults (240, 2): the first condensation at event 241 keeps the system
+    prompt, the first user message and the newest 240 // 2 - 2 - 1 = 117 events."""
+    out = run(*alternating(242), {"max_size": 240, "keep_first": 2, "summary_tokens": 1000, "chars": 500})
+    assert out.compared == 1
+
+
+def test_a_wrong_tail_is_caught() -> None:
+    """A translation keeping one event more than the SDK (the old repository's rule read with
+    the pinned events counted twice) must be reported."""
+    k = {"max_size": 12, "keep_first": 2, "summary_tokens": 50, "chars": 500}
+    good = policy_of(k)
+    stage = dataclasses.replace(good.stages[0], keep=good.stages[0].keep + 1)  # type: ignore[call-overload]
+    with pytest.raises(Mismatch, match="kept"):
+        run(*alternating(30), k, policy=dataclasses.replace(good, stages=(stage,)))
+
+
+def test_a_wrong_trigger_is_caught() -> None:
+    k = {"max_size": 12, "keep_first": 2, "summary_tokens": 50, "chars": 500}
+    good = policy_of(k)
+    stage = dataclasses.replace(good.stages[0], trigger=good.stages[0].trigger - 1)  # type: ignore[call-overload]
+    with pytest.raises(Mismatch, match="model compacted, the SDK did not"):
+        run(*alternating(30), k, policy=dataclasses.replace(good, stages=(stage,)))
+
+
+class ForgetfulLLM(RecordingLLM):
+    """A summarizer that drops the oldest tag it read: the oracle must see the loss."""
+
+    __test__ = False
+
+    def read(self, prompt: str) -> list[str]:
+        return super().read(prompt)[1:]
+
+
+def test_the_oracle_sees_a_lost_marker() -> None:
+    llm = ForgetfulLLM(model="test-model", usage_id="condenser")
+    out = run(*alternating(30), {"max_size": 10, "keep_first": 2, "summary_tokens": 50, "chars": 500}, llm=llm)
+    assert out.lost, out
+
+
+def test_the_installed_sdk_is_the_validated_one() -> None:
+    preset = find("openhands.CondenserPipeline")
+    assert preset is not None
+    for entry in preset.validated_on:
+        package, version = entry.split(" ")
+        assert md.version(package) == version, f"validated on {entry}, installed {md.version(package)}"
+
+
+# -- the token rule (token_rule_keeps_nothing, as declared) ----------------------------------
+
+
+class CharCountLLM(TestLLM):
+    """The agent's LLM for the token rule: the SDK's ``TestLLM`` with a context window and a
+    token count of one token per character of the messages' text (the turn sizes here)."""
+
+    __test__ = False
+
+    def get_token_count(self, messages: list[Message], *args: Any, **kwargs: Any) -> int:
+        return sum(len(c.text) for m in messages for c in m.content if isinstance(c, TextContent))
+
+
+class PaddedLLM(RecordingLLM):
+    """A summarizer whose summary is exactly ``SUMMARY_CHARS`` characters (the model's
+    ``summary_tokens``), its markers first."""
+
+    __test__ = False
+
+    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+        prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
+        self._prompts.append(prompt)
+        text = ("SUMMARY " + " ".join(self.read(prompt)) + " ").ljust(SUMMARY_CHARS, "s")
+        assert len(text) == SUMMARY_CHARS, "too many markers for the padded summary"
+        self._scripted_responses.append(Message(role="assistant", content=[TextContent(text=text)]))
+        return TestLLM.completion(self, messages, *args, **kwargs)
+
+
+SUMMARY_CHARS = 500
+
+
+def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int) -> tuple[int, int]:
+    """The token rule on the SDK (``max_tokens = limit``) against the preset: the same
+    condensations (the trigger is exact), the model keeping no more than the SDK and everything
+    forgotten shown whole; after each, the model continues from the SDK's state. Returns the
+    condensations compared and the hard context resets seen (after one, comparison stops)."""
+    llm = PaddedLLM(model="test-model", usage_id="condenser")
+    agent = CharCountLLM(model="test-model", usage_id="agent")
+    condenser = LLMSummarizingCondenser(llm=llm, max_size=10_000, keep_first=keep_first, max_tokens=limit)
+    policy = parse_policy(
+        f'name = "tokens"\nturn_tokens = [1, 1200]\nmessages_per_turn = [1, 1]\nfloor = 0\n'
+        f'floor_unit = "messages"\n[framework]\nname = "openhands.CondenserPipeline"\nmax_size = 10000\n'
+        f'keep_first = {keep_first}\nmax_tokens = {limit}\nsummary_tokens = {SUMMARY_CHARS}\n'
+        f'max_event_chars = {PREVIEW_CHARS}\n', "tokens.toml")
+    sim = ModelRun(policy)
+    log: list[SdkEvent] = []
+    turn_of: dict[str, int] = {}
+    covered: set[int] = set()
+    compared = 0
+    pinned = max(keep_first, 1)
+    for index, size in enumerate(sizes):
+        ev = event(index, size, roles[index])
+        llm._texts[index] = content(index, 0, size)
+        turn_of[ev.id] = index
+        log.append(ev)
+        view = View.from_events(log)
+        result = condenser.condense(view, agent_llm=agent)
+        predicted, _ = sim.append(Turn("human", (size,)))
+        where = f"event {index} (max_tokens {limit}, keep_first {keep_first})"
+        if not isinstance(result, Condensation):
+            if predicted is not None:
+                raise Mismatch(f"{where}: the model compacted, the SDK did not")
+            continue
+        if predicted is None:
+            raise Mismatch(f"{where}: the SDK condensed, the model did not trigger")
+        forgotten = {turn_of[i] for i in result.forgotten_event_ids if i in turn_of}
+        shown = {t for t in forgotten if llm._texts[t] in llm._prompts[-1]}
+        if shown != forgotten:
+            raise Mismatch(f"{where}: the SDK forgot {sorted(forgotten)} but showed {sorted(shown)}")
+        log.append(result)
+        after = [turn_of[e.id] for e in View.from_events(log).events if e.id in turn_of]
+        if any(t < pinned for t in forgotten):  # a hard context reset: it forgets the pinned too
+            return compared, 1
+        kept = [t for t in after if t >= pinned]
+        if not set(predicted.kept) <= set(kept) or not set(predicted.deleted) >= forgotten:
+            raise Mismatch(f"{where}: the model kept {predicted.kept}, the SDK {kept}")
+        covered |= shown
+        sim.resync(kept, covered)
+        compared += 1
+    return compared, 0
+
+
+@SETTINGS
+@given(session=sessions(max_events=40, longest=300), limit=st.integers(1500, 4000), keep_first=st.integers(0, 3))
+def test_the_token_rule_is_modelled_carefully(session: tuple[list[int], list[str]], limit: int,
+                                              keep_first: int) -> None:
+    run_tokens(*session, limit, keep_first)
+
+
+def test_the_token_rule_condenses_and_resets() -> None:
+    compared, resets = run_tokens(*alternating(40), 2000, 2)
+    assert compared >= 2 and resets == 0
+    # the oldest unpinned event holds more than the tokens to shed: forgetting it alone is under
+    # minimum_progress (0.1 of the view), so the SDK resets: it forgets every event after the
+    # system prompt, the pinned first user message too, all shown to the summarizer
+    sizes, roles = [100, 12, 500, *([12] * 40)], alternating(43)[1]
+    assert run_tokens(sizes, roles, 900, 2)[1] == 1

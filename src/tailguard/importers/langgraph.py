@@ -269,9 +269,15 @@ class _Builder:
 
     def run(self, chain: list[tuple[str, list[Any]]], *, start: int = 0, assume_seen: bool = False) -> None:
         prev: list[Any] = []
+        prev_ids: list[Any] = []
         for index, (cid, msgs) in enumerate(chain):
             if index < start:
                 continue
+            ids = [m.id if isinstance(m, self._base) else None for m in msgs]
+            if prev and ids == prev_ids:  # the same messages (most supersteps write no message)
+                prev = msgs
+                continue
+            prev_ids = ids
             self.where = f"thread {self.thread!r}, checkpoint {cid}"
             try:
                 self.step(index, prev, msgs, assume_seen=assume_seen)

@@ -230,3 +230,21 @@ def test_import_source_error_renders_source_where_why() -> None:
     exc = ImportSourceError("db.sqlite#t", "thread 't'", "no such thread")
     assert str(exc) == "db.sqlite#t: thread 't': no such thread" and isinstance(exc, ValueError)
     assert Knobs().given is False
+
+
+def test_every_thread_of_a_database_is_reported_with_its_lost_messages(db: Path, knobs: Path,
+                                                                       tmp_path: Path) -> None:
+    bad = tmp_path / "empty.sqlite"
+    bad.write_bytes(b"")
+    code, out, err = cli("audit", "--from", "langgraph", str(db), str(bad), "--knobs", str(knobs))
+    assert code == 2 and err.strip() == f"{bad}: file: not an SQLite database (a langgraph-checkpoint-sqlite " \
+                                        "SqliteSaver file is expected)"
+    for thread in THREADS:
+        assert f"{db}#{thread}: lost messages (in no later context, summary or spill), oldest first:" in out
+        assert f"h-MK{thread}x000" in out
+    assert out.endswith("tailguard audit: 3 sessions: 0 clean, 2 with refusals, 1 unusable (profile strict)\n")
+    code, out, err = cli("audit", "--from", "langgraph", str(db), "--knobs", str(knobs), "--format", "json")
+    assert code == 1 and err == ""
+    docs = json.loads(out)["sessions"]
+    assert [d["source"] for d in docs] == [f"{db}#{t}" for t in THREADS]
+    assert all(d["violations"] and d["lost_messages"] for d in docs)

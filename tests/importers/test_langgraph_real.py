@@ -4,10 +4,11 @@ The real ``create_agent`` runs **unguarded** with the real ``SummarizationMiddle
 trim in one scenario, random knobs in the others) under a real ``SqliteSaver``, driven by
 LangChain's own fake chat models (``tests.adapters.fakes``): every message carries one unique
 marker, the agent echoes it (``RMK...``) and the fake summarizer writes back every marker it
-could read. Some turns also trim: a message (rarely the summary) is deleted with LangGraph's
-own ``RemoveMessage`` through ``update_state``. Then the database is imported and audited
-(``tailguard audit --from langgraph DB --thread T --knobs K --format json``) and the messages
-it names as lost are compared with the markers:
+could read. In two scenarios the agent also calls a tool every third turn (the AI tool call
+and its result, which LangChain's cutoff keeps together). Some turns also trim: a message
+(rarely the summary) is deleted with LangGraph's own ``RemoveMessage`` through ``update_state``.
+Then the database is imported and audited (``tailguard audit --from langgraph DB --thread T
+--knobs K --format json``) and the messages it names as lost are compared with the markers:
 
 - every marker that no later context or summary holds is named (no loss missed), and
 - every marker named is one that no later context or summary holds, except for the two
@@ -39,14 +40,38 @@ pytest.importorskip("langgraph.checkpoint.sqlite")
 
 from langchain.agents import create_agent
 from langchain.agents.middleware.summarization import SummarizationMiddleware
-from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from tailguard.cli.main import main
 from tailguard.importers import langgraph as lg
-from tests.adapters.fakes import MarkerSummarizer, echo_model, human, markers, prompt_text
+from tests.adapters.fakes import EchoModel, MarkerSummarizer, echo_model, human, markers, prompt_text
 
 SEEDS = range(6)
+TOOL_SEEDS = (4, 5)  # the agent calls a tool every third turn: AI tool call and tool result move together
+
+
+class ToolEcho(EchoModel):
+    """LangChain's fake chat model (``EchoModel``) that, every third turn, first calls the tool
+    ``lookup`` (its message carries ``RMK...c``; the tool's result ``MK...t``), then answers."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        at = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage)
+                 and not m.additional_kwargs.get("lc_source"))
+        mark = sorted(markers(str(messages[at].content)))[0]
+        if int(mark[-3:]) % 3 == 0 and not any(isinstance(m, ToolMessage) for m in messages[at:]):
+            call = AIMessage(content=f"R{mark}c", id=f"aic-{mark}",
+                             tool_calls=[{"name": "lookup", "args": {"q": mark}, "id": f"call-{mark}"}])
+            return ChatResult(generations=[ChatGeneration(message=call)])
+        return super()._generate(messages, *args, **kwargs)
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look ``q`` up."""
+    return f"{q}t " + "t" * 80
 
 
 @dataclass
@@ -93,7 +118,9 @@ def run_scenario(tmp: Path, seed: int) -> Run:
     mw = SummarizationMiddleware(summarizer, **{k: tuple(v) if isinstance(v, list) else v for k, v in knobs.items()})
     conn = sqlite3.connect(run.db, check_same_thread=False)
     try:
-        agent = create_agent(echo_model(), tools=[], middleware=[mw], checkpointer=SqliteSaver(conn))
+        tools = seed in TOOL_SEEDS
+        model = ToolEcho(messages=iter(())) if tools else echo_model()
+        agent = create_agent(model, tools=[lookup] if tools else [], middleware=[mw], checkpointer=SqliteSaver(conn))
         for t in range(3):
             thread = f"s{seed}t{t}"
             config: Any = {"configurable": {"thread_id": thread}}
@@ -104,7 +131,8 @@ def run_scenario(tmp: Path, seed: int) -> Run:
             for i in range(turns):
                 chars = rng.choice([60, 200, 900]) if seed else 3000
                 msg = human(thread, i, chars=chars)
-                sent |= markers(str(msg.content)) | {f"R{x}" for x in markers(str(msg.content))}
+                mark = sorted(markers(str(msg.content)))[0]
+                sent |= {mark, f"R{mark}"} | ({f"R{mark}c", f"{mark}t"} if tools and i % 3 == 0 else set())
                 before = len(summarizer.calls)
                 agent.invoke({"messages": [msg]}, config)
                 run.compactions += len(summarizer.calls) - before

@@ -26,6 +26,7 @@ from tailguard.cli.profile_option import profile_problem
 from tailguard.importers.langgraph import Imported
 
 PROG = "tailguard audit"
+PREVIEW = 72  # characters of a lost message's text in the text report (JSON keeps it whole)
 AuditFn = Callable[..., tuple[int, int]]
 
 
@@ -142,4 +143,4 @@ def _name_lost(out: TextIO, source: str, lost: Iterable[dict[str, Any]]) -> None
         for r in part:
             lo, hi = r["offsets"]
             at = f"offset {lo}" if hi == lo + 1 else f"offsets [{lo}, {hi})"
-            out.write(f"  {at}: {r['id']}: {json.dumps(r['text'])}\n")
+            out.write(f"  {at}: {r['id']}: {json.dumps(' '.join(r['text'].split())[:PREVIEW])}\n")

@@ -59,12 +59,11 @@ OVERRIDE = "imported: the framework committed this compaction without a guard"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = {"checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "checkpoint"),
            "writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id")}
-_PREVIEW = 72
 
 
 @dataclass(frozen=True, slots=True)
 class Named:
-    """The message at offsets ``[lo, hi)``: its id and the start of its text."""
+    """The message at offsets ``[lo, hi)``: its id and its text (the text blocks of its content)."""
 
     lo: int
     hi: int
@@ -180,6 +179,13 @@ def _history(saver: Any, source: str, thread: str) -> list[tuple[str, list[Any]]
     return chain
 
 
+def _text(m: Any) -> str:
+    try:
+        return str(m.text)
+    except Exception:  # a content block the installed langchain-core cannot render
+        return str(m.content)
+
+
 def _middleware(knobs: Knobs) -> Any:
     """LangChain's own ``SummarizationMiddleware`` with the user's knobs: its trimming rule and
     token counter. The model is LangChain's fake and is never called."""
@@ -201,7 +207,7 @@ class _Builder:
         self.ledger = Ledger(knobs.floor, unit=knobs.floor_unit, log=log, session_id=thread)
         self.tracker = OffsetTracker(self.ledger)
         self.mw = _middleware(knobs)
-        self.names: dict[str, str] = {}  # message id -> the start of its text
+        self.names: dict[str, str] = {}  # message id -> its text
         self.last_compaction: tuple[int, int, str] | None = None  # (chain index, tail start, summary id)
         self.where = ""
 
@@ -229,7 +235,7 @@ class _Builder:
     def observe(self, msgs: Sequence[Any]) -> None:
         for m in msgs:
             if m.id not in self.names:
-                self.names[m.id] = " ".join(str(m.content).split())[:_PREVIEW]
+                self.names[m.id] = _text(m)
         self.tracker.observe([Entry(m.id, self.is_summary(m), 0 if self.is_summary(m) else self.size(m))
                               for m in msgs])
 
@@ -263,7 +269,7 @@ class _Builder:
         shown = [m.id for m in deleted] if assume_seen else self.shown(deleted)
         plan = self.tracker.plan(deleted=[m.id for m in deleted], shown=shown, kept=[m.id for m in kept])
         self.last_compaction = (index, plan.tail_start, summary.id)
-        self.names[summary.id] = " ".join(str(summary.content).split())[:_PREVIEW]
+        self.names[summary.id] = _text(summary)
         self.tracker.commit(plan, key=summary.id, override=OVERRIDE)
         self.observe(msgs)
 

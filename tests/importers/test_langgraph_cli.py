@@ -13,6 +13,8 @@ import io
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +250,16 @@ def test_every_thread_of_a_database_is_reported_with_its_lost_messages(db: Path,
     docs = json.loads(out)["sessions"]
     assert [d["source"] for d in docs] == [f"{db}#{t}" for t in THREADS]
     assert all(d["violations"] and d["lost_messages"] for d in docs)
+
+
+def test_without_the_framework_the_extra_is_named(db: Path) -> None:
+    code = ("import sys, io; sys.modules['langchain'] = None\n"
+            "from tailguard.cli.main import main\n"
+            "err = io.StringIO()\n"
+            f"rc = main(['audit', '--from', 'langgraph', {str(db)!r}, '--thread', 'alpha'], stdout=io.StringIO(), "
+            "stderr=err)\n"
+            "print(rc, err.getvalue())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.stdout.startswith("2 tailguard audit: --from langgraph: the langgraph format needs LangChain"), \
+        done.stdout + done.stderr
+    assert "pip install 'tailguard[langchain]'" in done.stdout

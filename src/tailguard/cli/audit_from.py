@@ -67,6 +67,9 @@ def run_from(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, audit: Au
     for ref in refs:
         try:
             imported = import_session(fmt, ref, knobs)
+        except ImportError as exc:  # the framework is not installed: the extra is named
+            print(f"{PROG}: --from {fmt}: {exc}", file=stderr)
+            return 2
         except ImportSourceError as exc:
             print(exc, file=stderr)
             codes.append(2)

@@ -80,6 +80,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     for ref in refs:
         try:
             imported = import_session(args.format, ref, knobs)
+        except ImportError as exc:  # the framework is not installed: the extra is named
+            print(f"{PROG}: {args.format}: {exc}", file=stderr)
+            return 2
         except ImportSourceError as exc:
             print(exc, file=stderr)
             failed += 1

@@ -144,8 +144,6 @@ def _history(saver: Any, source: str, thread: str) -> list[tuple[str, list[Any]]
     where = f"thread {thread!r}"
     try:
         tuples = list(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}))
-    except ImportError:
-        raise
     except Exception as exc:  # a corrupt blob or row: the saver's own error, whatever it is
         raise ImportSourceError(source, where, f"cannot read its checkpoints ({type(exc).__name__}: {exc})") from None
     tuples = [t for t in tuples if t.config["configurable"].get("checkpoint_ns", "") == ""]
@@ -333,21 +331,27 @@ def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: 
     return Imported(source, log.getvalue().splitlines(keepends=True), named, why, b.pending())
 
 
+def _require() -> None:
+    """Import the framework, or raise ImportError naming the extra that installs it."""
+    try:
+        import langchain.agents.middleware.summarization  # noqa: F401
+        import langgraph.checkpoint.sqlite  # noqa: F401
+    except ImportError:
+        raise _missing() from None
+
+
 def import_saver(saver: Any, thread: str, knobs: Knobs, source: str) -> Imported:
     """Import thread ``thread`` of any ``BaseCheckpointSaver`` (``source`` names it in errors)."""
-    try:
-        chain = _history(saver, source, thread)
-    except ModuleNotFoundError:
-        raise _missing() from None
+    _require()
+    chain = _history(saver, source, thread)
     return _build(source, thread, chain, knobs)
 
 
 def import_thread(path: str, thread: str, knobs: Knobs) -> Imported:
     """Import thread ``thread`` of the ``SqliteSaver`` database at ``path``."""
-    try:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-    except ModuleNotFoundError:
-        raise _missing() from None
+    _require()
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
     conn = open_database(path)
     try:
         return import_saver(SqliteSaver(conn), thread, knobs, f"{path}#{thread}")

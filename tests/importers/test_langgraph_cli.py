@@ -263,3 +263,16 @@ def test_without_the_framework_the_extra_is_named(db: Path) -> None:
     assert done.stdout.startswith("2 tailguard audit: --from langgraph: the langgraph format needs LangChain"), \
         done.stdout + done.stderr
     assert "pip install 'tailguard[langchain]'" in done.stdout
+
+
+def test_knobs_the_record_disagrees_with_decide_nothing(db: Path, tmp_path: Path) -> None:
+    """Knobs that are not the ones the agent ran with (keep 5, not 3) cannot say what its
+    summarizers were shown: the history up to the last compaction they disagree with is
+    unverified, never judged with the wrong trim."""
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(KNOBS_TOML.replace('keep = ["messages", 3]', 'keep = ["messages", 5]'), encoding="utf-8")
+    code, out, err = cli("audit", "--from", "langgraph", str(db), "--thread", "alpha", "--knobs", str(wrong))
+    assert code == 0 and err == "", err
+    assert "disagree with the record at checkpoint" in out
+    assert "with these knobs LangChain keeps 5 of these 8 messages; the record kept 3" in out
+    assert "unverified (predate the guard): [0, " in out and "lost messages" not in out

@@ -184,14 +184,23 @@ def _text(m: Any) -> str:
         return str(m.content)
 
 
-def _middleware(knobs: Knobs) -> Any:
-    """LangChain's own ``SummarizationMiddleware`` with the user's knobs: its trimming rule and
-    token counter. The model is LangChain's fake and is never called."""
+def _middleware(knobs: Knobs) -> tuple[Any, bool]:
+    """LangChain's own ``SummarizationMiddleware`` with the user's knobs (its trimming rule, token
+    counter, trigger and cutoff), and whether trigger and keep are in it (a ``fraction`` needs
+    the model's profile, which a record does not hold). The model is LangChain's fake, never called."""
     from langchain.agents.middleware.summarization import SummarizationMiddleware
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-    trim = knobs.values.get("trim_tokens_to_summarize", 4000) if knobs.given else None
-    return SummarizationMiddleware(GenericFakeChatModel(messages=iter(())), trim_tokens_to_summarize=trim)
+    model = GenericFakeChatModel(messages=iter(()))
+    if not knobs.given:
+        return SummarizationMiddleware(model, trim_tokens_to_summarize=None), False
+    trim = knobs.values.get("trim_tokens_to_summarize", 4000)
+    trigger, keep = knobs.values.get("trigger"), knobs.values.get("keep")
+    sizes = [x for x in (trigger, keep) if x is not None]
+    if trigger is None or any(x[0] == "fraction" for x in sizes):
+        return SummarizationMiddleware(model, trim_tokens_to_summarize=trim), False
+    return SummarizationMiddleware(model, trigger=tuple(trigger), keep=tuple(keep or ("messages", 20)),
+                                   trim_tokens_to_summarize=trim), True
 
 
 class _Builder:
@@ -204,7 +213,11 @@ class _Builder:
         self.source, self.thread, self.knobs = source, thread, knobs
         self.ledger = Ledger(knobs.floor, unit=knobs.floor_unit, log=log, session_id=thread)
         self.tracker = OffsetTracker(self.ledger)
-        self.mw = _middleware(knobs)
+        self.mw, self.checkable = _middleware(knobs)
+        self.compactions: dict[int, tuple[int, str]] = {}  # chain index -> (tail start, summary id)
+        #: compactions the knobs disagree with (chain index, checkpoint id, why): not decided by them
+        self.untrusted: list[tuple[int, str, str]] = []
+        self.cid = ""
         self.names: dict[str, str] = {}  # message id -> its text
         self.last_compaction: tuple[int, int, str] | None = None  # (chain index, tail start, summary id)
         self.where = ""
@@ -264,16 +277,39 @@ class _Builder:
         present = set(ids)
         deleted = [m for m in prev if m.id not in present]
         kept = [m for m in prev if m.id in present]
+        if self.knobs.given:
+            why = self.disagreement(prev, deleted)
+            if why is not None:
+                self.untrusted.append((index, self.cid, why))
         shown = [m.id for m in deleted] if assume_seen else self.shown(deleted)
         plan = self.tracker.plan(deleted=[m.id for m in deleted], shown=shown, kept=[m.id for m in kept])
         self.last_compaction = (index, plan.tail_start, summary.id)
+        self.compactions[index] = (plan.tail_start, summary.id)
         self.names[summary.id] = _text(summary)
         self.tracker.commit(plan, key=summary.id, override=OVERRIDE)
         self.observe(msgs)
 
+    def disagreement(self, prev: list[Any], deleted: list[Any]) -> str | None:
+        """Why the record is not what LangChain with these knobs does here, or None: the deleted
+        messages must be the oldest ones, and (when trigger and keep are known) LangChain must
+        summarize at this context and cut exactly there."""
+        n = len(deleted)
+        if [m.id for m in prev[:n]] != [m.id for m in deleted]:
+            return "the messages it deleted are not the oldest ones (not SummarizationMiddleware's partition)"
+        if not self.checkable:
+            return None
+        mw = self.mw
+        if not mw._should_summarize(prev, mw.token_counter(prev)):
+            return f"with these knobs LangChain does not summarize this context of {len(prev)} messages"
+        cut = mw._determine_cutoff_index(prev)
+        if cut != n:
+            return (f"with these knobs LangChain keeps {len(prev) - cut} of these {len(prev)} messages; "
+                    f"the record kept {len(prev) - n}")
+        return None
+
     def run(self, chain: list[tuple[str, list[Any]]], *, start: int = 0, assume_seen: bool = False) -> None:
-        prev: list[Any] = []
-        prev_ids: list[Any] = []
+        prev: list[Any] = chain[start - 1][1] if start else []  # the context the guard last observed
+        prev_ids: list[Any] = [getattr(m, "id", None) for m in prev]
         for index, (cid, msgs) in enumerate(chain):
             if index < start:
                 continue
@@ -282,6 +318,7 @@ class _Builder:
                 prev = msgs
                 continue
             prev_ids = ids
+            self.cid = cid
             self.where = f"thread {self.thread!r}, checkpoint {cid}"
             try:
                 self.step(index, prev, msgs, assume_seen=assume_seen)
@@ -306,24 +343,33 @@ class _Builder:
 
 
 def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: Knobs) -> Imported:
+    """The thread's log. Compactions the knobs cannot decide (none given, or the record disagrees
+    with them) leave everything up to the tail of the last such one adopted: unverified."""
     log = io.StringIO()
+    b = _Builder(source, thread, knobs, log)
+    b.run(chain, assume_seen=not knobs.given)
+    if knobs.given and not b.untrusted:
+        return Imported(source, log.getvalue().splitlines(keepends=True), b.named(), pending=b.pending())
     if knobs.given:
+        index, cid, reason = b.untrusted[-1]
+        why = (f"the knobs ({knobs.file}) disagree with the record at checkpoint {cid}: {reason}; what the "
+               "summarizers were shown up to there is not decided")
+    elif b.last_compaction is None:
+        log = io.StringIO()
         b = _Builder(source, thread, knobs, log)
         b.run(chain)
         return Imported(source, log.getvalue().splitlines(keepends=True), b.named(), pending=b.pending())
-    scout = _Builder(source, thread, knobs, None)  # where the last compaction left its tail
-    scout.run(chain, assume_seen=True)
-    if scout.last_compaction is None:
-        b = _Builder(source, thread, knobs, log)
-        b.run(chain)
-        return Imported(source, log.getvalue().splitlines(keepends=True), b.named(), pending=b.pending())
-    index, tail, summary_id = scout.last_compaction
+    else:
+        index = b.last_compaction[0]
+        why = ("what the summarizers were shown is not in the record and no --knobs were given "
+               "(trim_tokens_to_summarize decides it)")
+    scout = b
+    tail, summary_id = scout.compactions[index]
+    log = io.StringIO()
     b = _Builder(source, thread, knobs, log)
     cid, msgs = chain[index]
     b.where = f"thread {thread!r}, checkpoint {cid}"
     b.check(msgs)
-    why = ("what the summarizers were shown is not in the record and no --knobs were given "
-           "(trim_tokens_to_summarize decides it)")
     b.tracker.adopt(summary_id, tail, reason=why)
     b.observe(msgs)
     b.run(chain, start=index + 1)

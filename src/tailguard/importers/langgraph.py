@@ -400,9 +400,33 @@ def import_thread(path: str, thread: str, knobs: Knobs) -> Imported:
 
     conn = open_database(path)
     try:
-        return import_saver(SqliteSaver(conn), thread, knobs, f"{path}#{thread}")
+        saver = SqliteSaver(conn)
+        _share_messages(saver)
+        return import_saver(saver, thread, knobs, f"{path}#{thread}")
     finally:
         conn.close()
+
+
+def _share_messages(saver: Any) -> None:
+    """Decode each distinct serialized message once: every checkpoint of a thread stores its
+    whole message list again, so the same bytes come back hundreds of times. Wraps the saver's
+    own msgpack extension hook (``JsonPlusSerializer._unpack_ext_hook``, langgraph-checkpoint
+    4.x) with a memo keyed by the exact bytes; where the hook is not there, nothing changes.
+    Only the importer's own saver is touched, and the messages are only read."""
+    serde: Any = getattr(saver, "serde", None)
+    hook = getattr(serde, "_unpack_ext_hook", None)
+    if not callable(hook):
+        return
+    memo: dict[tuple[int, bytes], Any] = {}
+
+    def shared(code: int, data: bytes) -> Any:
+        key = (code, data)
+        found = memo.get(key, memo)
+        if found is memo:
+            found = memo[key] = hook(code, data)
+        return found
+
+    serde._unpack_ext_hook = shared
 
 
 @contextlib.contextmanager

@@ -219,6 +219,7 @@ class _Builder:
         self.untrusted: list[tuple[int, str, str]] = []
         self.cid = ""
         self.names: dict[str, str] = {}  # message id -> its text
+        self.entries: dict[str, Entry] = {}  # message id -> its tracker entry
         self.last_compaction: tuple[int, int, str] | None = None  # (chain index, tail start, summary id)
         self.where = ""
 
@@ -243,12 +244,17 @@ class _Builder:
             raise self.fail("two messages have the same id")
         return ids
 
+    def entry(self, m: Any) -> Entry:
+        """The tracker's entry of a message, made once per id (its size counted once)."""
+        e = self.entries.get(m.id)
+        if e is None:
+            summary = self.is_summary(m)
+            e = self.entries[m.id] = Entry(m.id, summary, 0 if summary else self.size(m))
+            self.names.setdefault(m.id, _text(m))
+        return e
+
     def observe(self, msgs: Sequence[Any]) -> None:
-        for m in msgs:
-            if m.id not in self.names:
-                self.names[m.id] = _text(m)
-        self.tracker.observe([Entry(m.id, self.is_summary(m), 0 if self.is_summary(m) else self.size(m))
-                              for m in msgs])
+        self.tracker.observe([self.entry(m) for m in msgs])
 
     def shown(self, deleted: list[Any]) -> list[str]:
         """What of ``deleted`` the summarizer was shown whole, by LangChain's own trimming rule."""
@@ -258,8 +264,8 @@ class _Builder:
 
     def step(self, index: int, prev: list[Any], msgs: list[Any], *, assume_seen: bool) -> None:
         ids = self.check(msgs)
-        fresh = [m for m in msgs if self.is_summary(m) and m.id not in self.tracker.summaries
-                 and m.id not in self.names]
+        fresh = [m for m in msgs if m.id not in self.entries and self.is_summary(m)
+                 and m.id not in self.tracker.summaries]
         if not fresh:
             self.observe(msgs)
             return
@@ -431,10 +437,26 @@ def _share_messages(saver: Any) -> None:
 
 @contextlib.contextmanager
 def open_thread_lines(locator: str, *, thread: str, knobs: Knobs, source: str) -> Iterator[Iterable[bytes]]:
-    """The fleet audit's opener (``Item.opener``): the imported log of one thread, as lines."""
-    imported = import_thread(locator, thread, knobs)
+    """The fleet audit's opener (``Item.opener``): the imported log of one thread, as lines.
+
+    The fleet audits a session with a refusal twice (the second time explained): the last
+    import is kept for that, keyed by the file's size and modification time and the knobs."""
+    global _LAST
     del source  # named in errors by import_thread already
-    yield [line.encode("utf-8") for line in imported.lines]
+    try:
+        st = os.stat(locator)
+        key: tuple[Any, ...] | None = (locator, thread, st.st_size, st.st_mtime_ns, repr(knobs))
+    except OSError:
+        key = None
+    if key is None or _LAST is None or _LAST[0] != key:
+        lines = [line.encode("utf-8") for line in import_thread(locator, thread, knobs).lines]
+        _LAST = (key, lines) if key is not None else None
+    else:
+        lines = _LAST[1]
+    yield lines
+
+
+_LAST: tuple[tuple[Any, ...], list[bytes]] | None = None
 
 
 def opener(thread: str, knobs: Knobs, source: str) -> Any:

@@ -276,3 +276,16 @@ def test_knobs_the_record_disagrees_with_decide_nothing(db: Path, tmp_path: Path
     assert "disagree with the record at checkpoint" in out
     assert "with these knobs LangChain keeps 5 of these 8 messages; the record kept 3" in out
     assert "unverified (predate the guard): [0, " in out and "lost messages" not in out
+
+
+def test_import_to_one_file_and_past_an_unusable_source(db: Path, knobs: Path, tmp_path: Path) -> None:
+    log = tmp_path / "beta.jsonl"
+    code, out, err = cli("import", "langgraph", str(db), "--thread", "beta", "--knobs", str(knobs), "-o", str(log))
+    assert code == 0 and out == "" and f"{db}#beta: " in err and log.read_text(encoding="utf-8").startswith(
+        '{"event": "session"')
+    missing = tmp_path / "missing.sqlite"
+    code, out, err = cli("import", "langgraph", str(missing), str(db), "--knobs", str(knobs),
+                         "--out-dir", str(tmp_path / "both"))
+    assert code == 2 and f"{missing}: file: cannot read (" in err
+    assert sorted(p.name for p in (tmp_path / "both").iterdir()) == ["checkpoints.alpha.jsonl",
+                                                                      "checkpoints.beta.jsonl"]

@@ -139,22 +139,27 @@ def test_the_in_process_saver_gives_the_same_log(db: Path, knobs: Path) -> None:
         assert [(n.lo, n.id) for n in mine.units] == [(n.lo, n.id) for n in theirs.units]
 
 
-def test_fleet_mode_local_and_dask_judge_every_thread(db: Path, knobs: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_fleet_mode_judges_every_thread(db: Path, knobs: Path, tmp_path: Path, engine: str) -> None:
     bad = tmp_path / "notes.sqlite"
     bad.write_text("not a database", encoding="utf-8")
-    for engine in ("local", "dask"):
-        if engine == "dask":
-            pytest.importorskip("distributed")
-        res = tmp_path / f"{engine}.jsonl"
-        code, out, err = cli("audit", "--from", "langgraph", str(db), str(bad), "--knobs", str(knobs),
-                             "--engine", engine, "--workers", "2", "--out", str(res))
-        assert code == 2, err  # one source unusable, the others still judged
-        records = {r["source"]: r for r in map(json.loads, res.read_text(encoding="utf-8").splitlines())}
-        assert set(records) == {f"{db}#alpha", f"{db}#beta", str(bad)}
-        assert records[f"{db}#alpha"]["refusals"] >= 1 and records[f"{db}#alpha"]["error"] is None
-        assert records[str(bad)]["error"] == f"{bad}: file: not an SQLite database (a langgraph-checkpoint-sqlite " \
-                                             "SqliteSaver file is expected)"
-        assert "3 sessions" in out and "1 unreadable" in out
+    if engine == "dask":
+        pytest.importorskip("distributed")
+    res = tmp_path / f"{engine}.jsonl"
+    code, out, err = cli("audit", "--from", "langgraph", str(db), str(bad), "--knobs", str(knobs),
+                         "--engine", engine, "--workers", "2", "--out", str(res))
+    assert code == 2, err  # one source unusable, the others still judged
+    records = {r["source"]: r for r in map(json.loads, res.read_text(encoding="utf-8").splitlines())}
+    assert set(records) == {f"{db}#alpha", f"{db}#beta", str(bad)}
+    assert records[f"{db}#alpha"]["refusals"] >= 1 and records[f"{db}#alpha"]["error"] is None
+    assert records[str(bad)]["error"] == f"{bad}: file: not an SQLite database (a langgraph-checkpoint-sqlite " \
+                                         "SqliteSaver file is expected)"
+    assert "3 sessions" in out and "1 unreadable" in out
+    for thread in THREADS:  # the fleet judges each thread as the one-session audit does
+        one = json.loads(cli("audit", "--from", "langgraph", str(db), "--thread", thread, "--knobs", str(knobs),
+                             "--format", "json")[1])
+        assert [h["ranges"] for h in records[f"{db}#{thread}"]["holes"]] == \
+            [c["holes"] for c in one["compactions"] if c["decision"] == "refuse"]
 
 
 # -- bad input --------------------------------------------------------------------------------

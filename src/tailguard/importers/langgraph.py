@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
-from tailguard.base.errors import ImportSourceError
+from tailguard.base.errors import ImportSourceError as ImportSourceError
 from tailguard.importers.knobs import Knobs
 from tailguard.pipeline.presets.langchain import PRESET
 from tailguard.runtime.ledger import Ledger
 
-__all__ = ["FORMAT", "PRESET_NAME", "UNITS", "VALIDATED_ON", "Imported", "Named", "import_saver",
+__all__ = ["FORMAT", "PRESET_NAME", "UNITS", "VALIDATED_ON", "ImportSourceError", "Imported", "Named", "import_saver",
            "import_thread", "open_database", "open_thread_lines", "thread_ids"]
 
 FORMAT = "langgraph"

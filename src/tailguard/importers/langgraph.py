@@ -348,14 +348,16 @@ class _Builder:
         return sorted(out, key=lambda n: n.lo)
 
 
-def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: Knobs) -> Imported:
+def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: Knobs,
+           names: bool = True) -> Imported:
     """The thread's log. Compactions the knobs cannot decide (none given, or the record disagrees
     with them) leave everything up to the tail of the last such one adopted: unverified."""
     log = io.StringIO()
     b = _Builder(source, thread, knobs, log)
     b.run(chain, assume_seen=not knobs.given)
     if knobs.given and not b.untrusted:
-        return Imported(source, log.getvalue().splitlines(keepends=True), b.named(), pending=b.pending())
+        return Imported(source, log.getvalue().splitlines(keepends=True), b.named() if names else [],
+                        pending=b.pending())
     if knobs.given:
         index, cid, reason = b.untrusted[-1]
         why = (f"the knobs ({knobs.file}) disagree with the record at checkpoint {cid}: {reason}; what the "
@@ -364,7 +366,8 @@ def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: 
         log = io.StringIO()
         b = _Builder(source, thread, knobs, log)
         b.run(chain)
-        return Imported(source, log.getvalue().splitlines(keepends=True), b.named(), pending=b.pending())
+        return Imported(source, log.getvalue().splitlines(keepends=True), b.named() if names else [],
+                        pending=b.pending())
     else:
         index = b.last_compaction[0]
         why = ("what the summarizers were shown is not in the record and no --knobs were given "
@@ -379,7 +382,7 @@ def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: 
     b.tracker.adopt(summary_id, tail, reason=why)
     b.observe(msgs)
     b.run(chain, start=index + 1)
-    named = [n for n in scout.named() if n.hi <= tail] + b.named()
+    named = [n for n in scout.named() if n.hi <= tail] + b.named() if names else []
     return Imported(source, log.getvalue().splitlines(keepends=True), named, why, b.pending())
 
 
@@ -392,14 +395,15 @@ def _require() -> None:
         raise _missing() from None
 
 
-def import_saver(saver: Any, thread: str, knobs: Knobs, source: str) -> Imported:
-    """Import thread ``thread`` of any ``BaseCheckpointSaver`` (``source`` names it in errors)."""
+def import_saver(saver: Any, thread: str, knobs: Knobs, source: str, *, names: bool = True) -> Imported:
+    """Import thread ``thread`` of any ``BaseCheckpointSaver`` (``source`` names it in errors;
+    ``names=False``: the log only, no message at each offset)."""
     _require()
     chain = _history(saver, source, thread)
-    return _build(source, thread, chain, knobs)
+    return _build(source, thread, chain, knobs, names)
 
 
-def import_thread(path: str, thread: str, knobs: Knobs) -> Imported:
+def import_thread(path: str, thread: str, knobs: Knobs, *, names: bool = True) -> Imported:
     """Import thread ``thread`` of the ``SqliteSaver`` database at ``path``."""
     _require()
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -408,7 +412,7 @@ def import_thread(path: str, thread: str, knobs: Knobs) -> Imported:
     try:
         saver = SqliteSaver(conn)
         _share_messages(saver)
-        return import_saver(saver, thread, knobs, f"{path}#{thread}")
+        return import_saver(saver, thread, knobs, f"{path}#{thread}", names=names)
     finally:
         conn.close()
 
@@ -449,7 +453,7 @@ def open_thread_lines(locator: str, *, thread: str, knobs: Knobs, source: str) -
     except OSError:
         key = None
     if key is None or _LAST is None or _LAST[0] != key:
-        lines = [line.encode("utf-8") for line in import_thread(locator, thread, knobs).lines]
+        lines = [line.encode("utf-8") for line in import_thread(locator, thread, knobs, names=False).lines]
         _LAST = (key, lines) if key is not None else None
     else:
         lines = _LAST[1]

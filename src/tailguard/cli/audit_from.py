@@ -36,7 +36,7 @@ def _fleet_wanted(args: argparse.Namespace) -> bool:
 
 def run_from(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, audit: AuditFn) -> int:
     from tailguard.importers import FORMATS, expand, import_session, knobs_for
-    from tailguard.importers.sessions import fleet_item
+    from tailguard.importers.sessions import fleet_item, require
 
     fmt = args.from_format
     if fmt not in FORMATS:
@@ -57,6 +57,11 @@ def run_from(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, audit: Au
     if _fleet_wanted(args):
         if args.html:
             print(f"{PROG}: --html: one session only, not with the fleet options", file=stderr)
+            return 2
+        try:  # loaded once here, so that the local pool's forked workers inherit the framework
+            require(fmt)
+        except ImportError as exc:
+            print(f"{PROG}: --from {fmt}: {exc}", file=stderr)
             return 2
         return audit_fleet.run(args, stdout, stderr, items=[fleet_item(fmt, r, knobs) for r in refs])
     if args.html and len(refs) > 1:

@@ -16,7 +16,7 @@ from tailguard.importers import langgraph
 from tailguard.importers.knobs import Knobs, load_knobs
 from tailguard.importers.langgraph import Imported
 
-__all__ = ["FORMATS", "SessionRef", "expand", "fleet_item", "import_session", "knobs_for"]
+__all__ = ["FORMATS", "SessionRef", "expand", "fleet_item", "import_session", "knobs_for", "require"]
 
 FORMATS: tuple[str, ...] = (langgraph.FORMAT,)
 
@@ -63,6 +63,11 @@ def expand(fmt: str, paths: list[str], thread: str | None) -> list[SessionRef]:
             source = f"{path}#{t}"
             out.setdefault(source, SessionRef(source, path, t))
     return list(out.values())
+
+
+def require(fmt: str) -> None:
+    """Import format ``fmt``'s framework, or raise ImportError naming the extra to install."""
+    langgraph._require()
 
 
 def import_session(fmt: str, ref: SessionRef, knobs: Knobs) -> Imported:

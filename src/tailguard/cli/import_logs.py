@@ -22,13 +22,15 @@ PROG = "tailguard import"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tailguard.importers import FORMATS
+    from tailguard.importers.langgraph import VALIDATED_ON
 
     parser.epilog = ("exit codes: 0 every session imported, 2 a source unusable (SOURCE: where: why; the "
                      "other sources are still imported) or bad arguments")
     parser.add_argument("format", choices=FORMATS, metavar="FORMAT",
                         help=f"what persisted the sessions: {', '.join(FORMATS)} (docs/import.md)")
     parser.add_argument("sources", nargs="+", metavar="SOURCE",
-                        help="langgraph: a SqliteSaver database file (every thread is a session)")
+                        help="langgraph: a SqliteSaver database file (every thread is a session; validated on "
+                             f"{', '.join(VALIDATED_ON)})")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("-o", "--output", metavar="LOG", default=None,
                        help="write the one session's event log here (default: stdout)")

@@ -38,7 +38,7 @@ _PROGRESS_EVERY = 1 << 16  # lines between clock checks
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("exit codes: 0 every compaction allowed, 1 some compaction refused, 2 unusable input "
-                     "(FILE:LINE: field: reason)")
+                     "(FILE:LINE: field: reason; with --from, SOURCE: where: why)")
     parser.add_argument("trace", metavar="TRACE.jsonl", help="the event log ('-' reads stdin)")
     add_profile_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text",

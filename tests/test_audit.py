@@ -320,3 +320,26 @@ def test_refusal_lines_are_counted_never_coverage(tmp_path: Path) -> None:
     assert (code, got["refusals"], got["compactions"][0]["holes"]) == (1, 1, [[0, 6]])
     code, out, _ = audit("--profile", "partitioned", path)
     assert "1 refused attempt logged by the guard and not committed" in out
+
+
+def test_import_options_need_from(tmp_path: Path) -> None:
+    """``--knobs`` and ``--thread`` belong to ``audit --from`` (docs/import.md): alone they are
+    a usage error naming the option, and the log is not audited."""
+    for option, value in (("--knobs", "k.toml"), ("--thread", "t1")):
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["audit", option, value, "examples/traces/healthy.jsonl"], stdout=out, stderr=err)
+        assert code == 2 and out.getvalue() == ""
+        assert err.getvalue() == (f"tailguard audit: {option}: only with --from FORMAT (importing what a "
+                                  "framework persisted)\n")
+
+
+def test_the_audit_collects_the_holes_of_refused_compactions_for_audit_from() -> None:
+    """``audit --from`` names the messages in the holes ``_audit`` collects: every refused
+    compaction's holes, in log order, and none of an allowed one."""
+    from tailguard.cli.audit import _audit
+
+    for name, expected in (("seed-incident.jsonl", [(0, 8)]), ("healthy.jsonl", [])):
+        holes: list[tuple[int, int]] = []
+        lines = Path("examples/traces", name).read_bytes().splitlines(keepends=True)
+        _audit(lines, name, "strict", "json", io.StringIO(), None, False, holes)
+        assert holes == expected, name

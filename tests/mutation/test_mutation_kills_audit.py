@@ -35,7 +35,7 @@ OWN_OPTIONS = {
                     "error (exit 2); by default it is a warning and the lines before it are judged"),
 }
 EPILOG = ("exit codes: 0 every compaction allowed, 1 some compaction refused, 2 unusable input "
-          "(FILE:LINE: field: reason)")
+          "(FILE:LINE: field: reason; with --from, SOURCE: where: why)")
 
 
 def _parser() -> argparse.ArgumentParser:

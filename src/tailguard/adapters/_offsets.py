@@ -241,17 +241,18 @@ class OffsetTracker:
         return Plan(run, run, tail, saw, keeps, deleted_runs, tuple(difference(list(deleted_runs), interval(*run))),
                     tuple(deleted), dropped)
 
-    def commit(self, plan: Plan, *, key: str, summary: str | None = None) -> str:
+    def commit(self, plan: Plan, *, key: str, summary: str | None = None, override: str | None = None) -> str:
         """Record the planned compaction (the ledger decides again) and its summary ``key``.
 
-        Returns the new summary's ledger id. A refusal raises and records nothing.
+        Returns the new summary's ledger id. A refusal raises and records nothing, unless
+        ``override`` says why it is recorded anyway (an importer: the framework committed it).
         """
         if key in self._summaries or key in self._gone_summaries or key in self._all or key in self._units:
             raise AdapterError(f"summary key {key!r} is already in use")
         sid = summary if summary is not None else self.ledger.next_summary_id
         self.ledger.commit(summary_input=plan.summary_input, summary_covers=plan.summary_covers,
                            tail_start=plan.tail_start, summary=sid, saw=list(plan.saw),
-                           keeps=list(plan.keeps))
+                           keeps=list(plan.keeps), override=override)
         for k in plan.deleted_keys:
             if k in self._units:
                 del self._units[k]

@@ -202,6 +202,15 @@ class SourceError(TailguardError, ValueError):
     """A path argument that names no session (message names the argument)."""
 
 
+class ImportSourceError(TailguardError, ValueError):
+    """What a framework persisted cannot be imported (``tailguard import``, ``audit --from``);
+    rendered ``SOURCE: where: why``."""
+
+    def __init__(self, source: str, where: str, why: str) -> None:
+        super().__init__(f"{source}: {where}: {why}")
+        self.source, self.where, self.why = source, where, why
+
+
 class BrowserError(TailguardError, RuntimeError):
     pass
 

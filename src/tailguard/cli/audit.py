@@ -38,7 +38,7 @@ _PROGRESS_EVERY = 1 << 16  # lines between clock checks
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("exit codes: 0 every compaction allowed, 1 some compaction refused, 2 unusable input "
-                     "(FILE:LINE: field: reason)")
+                     "(FILE:LINE: field: reason; with --from, SOURCE: where: why)")
     parser.add_argument("trace", metavar="TRACE.jsonl", help="the event log ('-' reads stdin)")
     add_profile_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text",
@@ -52,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a torn last line (no line end, not valid JSON: a writer killed mid-line) is "
                              "an input error (exit 2); by default it is a warning and the lines before it "
                              "are judged")
+    parser.add_argument("--from", dest="from_format", metavar="FORMAT", default=None,
+                        help="the arguments are what a framework persisted, not event logs: import them "
+                             "first (langgraph: SqliteSaver databases, every thread a session; "
+                             "docs/import.md); an unusable source is exit 2 (SOURCE: where: why)")
+    from tailguard.cli.import_logs import add_import_options
+
+    add_import_options(parser)  # --knobs, --thread (with --from)
     audit_fleet.add_arguments(parser)  # more paths, globs, URLs, engines: docs/fleet.md
 
 
@@ -83,6 +90,7 @@ class _Out(Protocol):
 def _audit(
     lines: Iterable[bytes], where: str, profile: str, fmt: str, out: _Out,
     on_torn: Callable[[int, str], None] | None = None, summary: bool = False,
+    holes: list[tuple[int, int]] | None = None,
 ) -> tuple[int, int]:
     """Write the report to ``out``; return (compactions, violations)."""
     explain = fmt == "text" and not summary
@@ -114,6 +122,8 @@ def _audit(
         compactions += 1
         refused = not v.decision.allowed
         violations += refused
+        if refused and holes is not None:
+            holes.extend(v.decision.holes)
         if report is not None:
             report.verdict(v)
         elif fmt == "json" and not summary:
@@ -140,6 +150,15 @@ def _audit(
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.from_format is not None:
+        from tailguard.cli.audit_from import run_from
+
+        return run_from(args, stdout, stderr, _audit)
+    for name in ("knobs", "thread"):
+        if getattr(args, name) is not None:
+            print(f"{PROG}: --{name}: only with --from FORMAT (importing what a framework persisted)",
+                  file=stderr)
+            return 2
     if args.html and (args.trace == "-" or audit_fleet.wanted(args)):
         print(f"{PROG}: --html: needs one log as a file (it is read a second time), not stdin or several",
               file=stderr)

@@ -17,10 +17,13 @@ import argparse
 import json
 import os
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tailguard.base.safeio import write_control
 from tailguard.cli.profile_option import profile_problem
+
+if TYPE_CHECKING:
+    from tailguard.audit.fleet.sources import Item
 
 PROG = "tailguard audit"
 FLEET_OPTIONS = ("engine", "workers", "scheduler", "files_per_task", "out")
@@ -87,7 +90,8 @@ def _missing(what: str, exc: ModuleNotFoundError, stderr: TextIO) -> int:
     return 2
 
 
-def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO, items: list[Item] | None = None) -> int:
+    """The fleet audit of the arguments' paths, or of ``items`` (``audit --from``: imported sessions)."""
     from tailguard.audit.fleet import engines, output, summary
     from tailguard.audit.fleet.sources import SourceError, expand, is_url
 
@@ -98,7 +102,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if (problem := profile_problem(args.profile)) is not None:
         return usage(problem)
     paths: list[str] = [args.trace, *args.more]
-    if "-" in paths:
+    if "-" in paths and items is None:
         return usage("'-' (stdin) audits one log; a fleet audit reads files, directories, globs and URLs")
     engine = args.engine or ("dask" if args.scheduler is not None else "local")
     if args.scheduler is not None and engine != "dask":
@@ -118,12 +122,13 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return _missing(f"--out {out}", exc, stderr)
     except output.OutputError as exc:
         return usage(str(exc))
-    try:
-        items = expand(paths)
-    except ModuleNotFoundError as exc:
-        return _missing("a URL (" + next(p for p in paths if is_url(p)) + ")", exc, stderr)
-    except SourceError as exc:
-        return usage(str(exc))
+    if items is None:
+        try:
+            items = expand(paths)
+        except ModuleNotFoundError as exc:
+            return _missing("a URL (" + next(p for p in paths if is_url(p)) + ")", exc, stderr)
+        except SourceError as exc:
+            return usage(str(exc))
 
     if getattr(args, "strict_tail", False):
         items = [it._replace(strict_tail=True) for it in items]

@@ -24,6 +24,7 @@ REPORT_HINT = "this is a bug in tailguard: please report it with the command and
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "decide one compaction case (exit 0 allow, 1 refuse, 2 bad input)"),
     "audit": ("audit", "replay a JSONL event log and judge every compaction"),
+    "import": ("import_logs", "turn what a framework persisted into event logs (docs/import.md)"),
     "check-config": ("check_config", "prove a compaction policy safe for every session, or break it"),
     "prove": ("prove", "run the theorems about the spec (z3)"),
     "gen": ("gen", "regenerate derived files from spec/ (--check: fail when stale)"),

@@ -34,6 +34,7 @@ from typing import TypedDict
 
 from tailguard.audit.fleet.sources import Item, open_lines
 from tailguard.audit.replay import Verdict, replay
+from tailguard.base.errors import ImportSourceError
 from tailguard.base.vocab import NO_HOLE
 from tailguard.runtime.eventlog import Adopt, Event, EventLogError, Refusal, iter_events
 
@@ -140,8 +141,10 @@ def audit_source(item: Item, profile: str) -> Record:
     explain = False
     while True:
         try:
-            with open_lines(item.locator) as lines:
+            with (item.opener or open_lines)(item.locator) as lines:
                 record = audit_lines(source, lines, profile, explain=explain, strict_tail=item.strict_tail)
+        except ImportSourceError as exc:  # audit --from: what the framework persisted is unusable
+            return error_record(source, str(exc))
         except OSError as exc:
             return error_record(source, f"{source}:0: file: cannot read ({exc.strerror or exc})")
         except Exception as exc:  # a fleet never stops for one log (docs/fleet.md)

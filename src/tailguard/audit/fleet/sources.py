@@ -30,7 +30,7 @@ import fnmatch
 import gzip
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
 from tailguard.base.errors import SourceError as SourceError
@@ -52,6 +52,9 @@ class Item(NamedTuple):
     locator: str
     error: str | None = None
     strict_tail: bool = False  # ``--strict-tail``: a torn last line is the session's error
+    #: how a worker opens ``locator`` (default :func:`open_lines`): an importer's reader for
+    #: ``audit --from`` (a module-level function or a partial of one, so it pickles)
+    opener: Callable[[str], contextlib.AbstractContextManager[Iterable[bytes]]] | None = None
 
 
 def is_url(arg: str) -> bool:

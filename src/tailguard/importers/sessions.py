@@ -1,0 +1,88 @@
+"""Which sessions ``tailguard import`` and ``audit --from`` read, and how one is imported.
+
+A SOURCE of format ``langgraph`` is a ``SqliteSaver`` database file; each of its threads (or
+the one ``--thread`` names) is a session, named ``PATH#THREAD``. A source that cannot be read
+is one session whose error says why (``SOURCE: where: why``), so a fleet audit still judges
+the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tailguard.audit.fleet.sources import Item
+from tailguard.base.errors import ImportSourceError
+from tailguard.importers import langgraph
+from tailguard.importers.knobs import Knobs, load_knobs
+from tailguard.importers.langgraph import Imported
+
+__all__ = ["FORMATS", "SessionRef", "expand", "fleet_item", "import_session", "knobs_for", "require"]
+
+FORMATS: tuple[str, ...] = (langgraph.FORMAT,)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRef:
+    """One session: ``source`` as reported, the file it is in, its thread; ``error`` when the
+    source could not even be listed."""
+
+    source: str
+    path: str
+    thread: str | None
+    error: str | None = None
+
+
+def knobs_for(fmt: str, path: str | None) -> Knobs:
+    """The knobs of ``--knobs PATH`` for format ``fmt`` (no path: none given). Raises
+    :class:`tailguard.base.errors.PolicyError`."""
+    if path is None:
+        return Knobs()
+    return load_knobs(path, langgraph.PRESET_NAME, langgraph.UNITS)
+
+
+def expand(fmt: str, paths: list[str], thread: str | None) -> list[SessionRef]:
+    """The sessions of ``paths`` (every thread, or ``thread`` only), in the order given, each once."""
+    out: dict[str, SessionRef] = {}
+    for path in paths:
+        try:
+            conn = langgraph.open_database(path)
+        except ImportSourceError as exc:
+            out.setdefault(path, SessionRef(path, path, None, str(exc)))
+            continue
+        try:
+            threads = [thread] if thread is not None else langgraph.thread_ids(conn, path)
+        except ImportSourceError as exc:
+            out.setdefault(path, SessionRef(path, path, None, str(exc)))
+            continue
+        finally:
+            conn.close()
+        if not threads:
+            out.setdefault(path, SessionRef(path, path, None, f"{path}: table checkpoints: no thread (an empty "
+                                                              "checkpointer database)"))
+        for t in threads:
+            source = f"{path}#{t}"
+            out.setdefault(source, SessionRef(source, path, t))
+    return list(out.values())
+
+
+def require(fmt: str) -> None:
+    """Import format ``fmt``'s framework, or raise ImportError naming the extra to install."""
+    langgraph._require()
+
+
+def import_session(fmt: str, ref: SessionRef, knobs: Knobs) -> Imported:
+    """Import one session; raises :class:`ImportSourceError` when it cannot be."""
+    if ref.error is not None:
+        source, _, rest = ref.error.partition(": ")
+        where, _, why = rest.partition(": ")
+        raise ImportSourceError(source, where, why)
+    assert ref.thread is not None
+    return langgraph.import_thread(ref.path, ref.thread, knobs)
+
+
+def fleet_item(fmt: str, ref: SessionRef, knobs: Knobs) -> Item:
+    """The fleet audit's session: opened (imported) by the worker that audits it."""
+    if ref.error is not None:
+        return Item(ref.source, ref.path, ref.error)
+    assert ref.thread is not None
+    return Item(ref.source, ref.path, opener=langgraph.opener(ref.thread, knobs, ref.source))

@@ -99,7 +99,7 @@ def test_unguarded_loses_guarded_halts_guarded_spill_recovers_byte_exact(tmp_pat
         await play(app, clipped_session())
         return await app.session_events(), summary.prompts, app
 
-    events, prompts, app = adk.run(spilled())
+    events, prompts, _app = adk.run(spilled())
     store = FileSpillStore(store_dir)
     extra, restored = spilled_tags(store, events)
     assert 2 in extra and adk.lost(events, prompts, extra) == set()
@@ -254,10 +254,11 @@ def test_a_session_compacted_before_the_guard_is_adopted(tmp_path: Path) -> None
 
     events, error = adk.run(go("adopt"))
     assert error is None
+    assert len([e for e in events if e.actions.compaction]) == 5  # three before the guard, two guarded
     log = next((tmp_path / "adopt").glob("*.jsonl")).read_text().splitlines()
     adopt = [json.loads(x) for x in log if json.loads(x).get("event") == "adopt"]
     assert adopt and adopt[0]["range"] == [0, 6]
-    events, error = adk.run(go("refuse"))
+    _events, error = adk.run(go("refuse"))
     assert error is not None and isinstance(error.__cause__, AdapterError)
     assert "before the guard came" in str(error.__cause__)
 

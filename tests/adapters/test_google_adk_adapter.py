@@ -289,3 +289,20 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(TypeError, match="render="):
         GuardedCompaction(Custom(), recovery_floor_span=1)
     GuardedCompaction(Custom(), recovery_floor_span=1, render=lambda events: "")
+
+
+def test_the_integrations_snippet_builds_the_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/integrations.md's Google ADK snippet runs offline as printed (it builds; nothing calls
+    the model) and wires the one guard as summarizer and plugin."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text(encoding="utf-8")
+    part = doc[doc.index("## Google ADK 2"):]
+    part = part[: part.index("\n## ", 1)]
+    snippets = re.findall(r"```python\n(.*?)```", part, flags=re.S)
+    assert len(snippets) == 1
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {"__name__": "docs_integrations_adk"}
+    exec(compile(snippets[0], "integrations.md:google-adk", "exec"), namespace)  # the doc's own code
+    guard = namespace["guard"]
+    assert namespace["app"].events_compaction_config.summarizer is guard and guard in namespace["app"].plugins

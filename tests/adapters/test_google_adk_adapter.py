@@ -306,3 +306,60 @@ def test_the_integrations_snippet_builds_the_app(tmp_path: Path, monkeypatch: py
     exec(compile(snippets[0], "integrations.md:google-adk", "exec"), namespace)  # the doc's own code
     guard = namespace["guard"]
     assert namespace["app"].events_compaction_config.summarizer is guard and guard in namespace["app"].plugins
+
+
+@pytest.mark.parametrize(("interval", "overlap"), [(1, 0), (2, 1), (3, 1), (2, 2), (1, 3), (3, 5)])
+def test_the_guard_never_refuses_what_the_preset_calls_safe_on_the_sliding_window(interval: int, overlap: int) -> None:
+    """Sliding window, floor 0, tool responses within the clip: check-config says safe; the guard
+    (halt) lets every compaction through, the same ones the unguarded run makes, and nothing is
+    lost. Floor 1 (the preset's counterexample: nothing stays verbatim) is refused at the first."""
+    rng = random.Random(interval * 10 + overlap)
+    session = [(6, [*(Step(1, call=rng.choice([5, 400])) for _ in range(rng.choice([0, 0, 1, 2]))), Step(5)])
+               for _ in range(9)]
+    config = {"compaction_interval": interval, "overlap_size": overlap}
+
+    async def go(floor: int | None) -> tuple[list[Any], list[str]]:
+        summary = adk.SummaryModel(summary_tokens=10)
+        guard = None if floor is None else guarded(summary, recovery_floor_span=floor, on_refuse="halt")
+        app = await adk.build(config, summarizer=guard, plugins=[guard] if guard else [], summary_model=summary)
+        await play(app, session)
+        return await app.session_events(), summary.prompts
+
+    plain, _ = adk.run(go(None))
+    events, prompts = adk.run(go(0))
+    assert [adk.context(events[:i + 1]) for i, e in enumerate(events) if e.actions.compaction] == \
+        [adk.context(plain[:i + 1]) for i, e in enumerate(plain) if e.actions.compaction]
+    assert adk.lost(events, prompts) == set()
+    with pytest.raises(RuntimeError) as info:
+        adk.run(go(1))
+    assert "floor" in str(info.value.__cause__)
+
+
+def test_one_guard_serves_sessions_running_at_once(tmp_path: Path) -> None:
+    """Two sessions (two apps, one session service) run concurrently through one guard: each has
+    its own log and state, each loss is spill-recovered, no offsets mixed (the second session's
+    tags start at 100)."""
+    import asyncio
+
+    async def go() -> list[list[Any]]:
+        summary = adk.SummaryModel(summary_tokens=10)
+        guard = guarded(summary, recovery_floor_span=0, on_refuse="spill", store=tmp_path / "spill",
+                        log=f"{tmp_path}/logs/")
+        first = await adk.build(SLIDING, summarizer=guard, plugins=[guard], summary_model=summary)
+        second = await adk.build(SLIDING, summarizer=guard, plugins=[guard], summary_model=summary,
+                                 service=first.service)
+        second.raw = 100
+        await asyncio.gather(play(first, clipped_session()), play(second, clipped_session()))
+        return [await a.session_events() for a in (first, second)]
+
+    results = adk.run(go())
+    store = FileSpillStore(tmp_path / "spill")
+    for events, base in zip(results, (0, 100), strict=True):
+        assert adk.raw_tags(events) == list(range(base, base + 8))
+        extra, _ = spilled_tags(store, events)
+        assert {base + 2} <= extra <= set(range(base, base + 8))
+    logs = sorted((tmp_path / "logs").glob("*.jsonl"))
+    assert len(logs) == 2
+    for log in logs:
+        kinds = [json.loads(x)["event"] for x in log.read_text().splitlines()]
+        assert kinds.count("compact") == 3 and kinds.count("session") == 1

@@ -264,7 +264,8 @@ def test_the_sliding_harness_compares_real_compactions() -> None:
 def test_a_clipped_tool_response_is_lost() -> None:
     """Why the preset refuses sliding-window sessions whose invocations can hold a tool response
     above 2,000 characters: LlmEventSummarizer shows it clipped, the event leaves the context, and
-    the tag at its end is held nowhere."""
+    the tag at its end is held nowhere. A response of 1,000 characters whose ``str()`` doubles
+    (every character a quote) is clipped too: the bound is 249 tokens, not 500."""
 
     async def go() -> tuple[list[Any], list[str]]:
         app = await adk.build({"compaction_interval": 1, "overlap_size": 0})
@@ -276,9 +277,20 @@ def test_a_clipped_tool_response_is_lost() -> None:
     assert "truncated" in prompts[0]
     assert adk.lost(events, prompts) == {2}  # the tool response of the first invocation
     with pytest.raises(Exception, match="_MAX_TOOL_CONTENT_CHARS"):
-        policy("compaction_interval = 1\noverlap_size = 0", mpt=(2, 4), max_tokens=501)
-    policy("compaction_interval = 1\noverlap_size = 0", mpt=(2, 4), max_tokens=500)  # cannot hold one
+        policy("compaction_interval = 1\noverlap_size = 0", mpt=(2, 4), max_tokens=250)
+    policy("compaction_interval = 1\noverlap_size = 0", mpt=(2, 4), max_tokens=249)  # cannot hold one
     policy("compaction_interval = 1\noverlap_size = 0", mpt=(2, 3), max_tokens=8000)  # no tool round
+
+    from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
+    from google.adk.events.event import Event
+    from google.genai import types
+
+    value = {"r": "'" * 999 + '"'}  # 1,000 characters of quotes: JSON 1,010, str() 2,008
+    assert len(json.dumps(value)) < 4 * 260 and len(str(value)) > 2000
+    event = Event(author="agent", content=types.Content(role="user", parts=[types.Part(
+        function_response=types.FunctionResponse(name="p", response=value))]))
+    shown = LlmEventSummarizer(llm=adk.SummaryModel())._format_events_for_prompt([event])
+    assert "truncated" in shown  # clipped although its JSON is 1,010 characters (252 tokens)
 
 
 def test_the_knob_pairs_are_checked_as_adk_checks_them() -> None:

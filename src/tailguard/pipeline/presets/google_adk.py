@@ -65,10 +65,12 @@ SUMMARY_TOKENS = Knob("summary_tokens", "count", 1000,
 KNOBS = (COMPACTION_INTERVAL, OVERLAP_SIZE, TOKEN_THRESHOLD, EVENT_RETENTION_SIZE, WINDOW, SUMMARY_TOKENS)
 
 #: ``LlmEventSummarizer._MAX_TOOL_CONTENT_CHARS``: a tool call's arguments and a tool response are
-#: shown up to this many characters; at 4 characters a token, a turn of at most this many
-#: tokens cannot hold a clipped one.
+#: shown as ``str()`` up to this many characters.
 TOOL_CONTENT_CHARS = 2000
-UNCLIPPED_TURN_TOKENS = TOOL_CONTENT_CHARS // 4
+#: The largest turn that cannot hold a clipped one. ADK counts an event's tokens as
+#: ``chars // 4`` of its JSON (so an event of T tokens has at most ``4T + 3`` characters), and
+#: ``str()`` of a value is at most twice its JSON (a quote escaped per character): 249 tokens.
+UNCLIPPED_TURN_TOKENS = (TOOL_CONTENT_CHARS // 2 - 3) // 4
 #: The fewest events of an invocation with a tool round: the prompt, the call, its response, the
 #: answer.
 TOOL_INVOCATION_EVENTS = 4

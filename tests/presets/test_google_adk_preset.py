@@ -191,7 +191,7 @@ def compare_sliding(shapes: list[int], interval: int, overlap: int, *, keep: int
         raise Mismatch("two compactions after one invocation")
     most = max(2 + 2 * r for r in shapes)
     sim = ModelRun(policy(f"compaction_interval = {interval}\noverlap_size = {overlap}\nsummary_tokens = 10",
-                          mpt=(2, max(most, 2)), keep=keep))
+                          mpt=(2, max(most, 2)), max_tokens=249, keep=keep))
     compared = 0
     previous_first: int | None = None
     for k, rounds in enumerate(shapes):

@@ -313,8 +313,15 @@ def test_the_guard_never_refuses_what_the_preset_calls_safe_on_the_sliding_windo
     """Sliding window, floor 0, tool responses within the clip: check-config says safe; the guard
     (halt) lets every compaction through, the same ones the unguarded run makes, and nothing is
     lost. Floor 1 (the preset's counterexample: nothing stays verbatim) is refused at the first."""
-    rng = random.Random(interval * 10 + overlap)
-    session = [(6, [*(Step(1, call=rng.choice([5, 400])) for _ in range(rng.choice([0, 0, 1, 2]))), Step(5)])
+    from tests.presets.test_google_adk_preset import check_config
+
+    shape = (f'name = "p"\nturn_tokens = [1, 249]\nmessages_per_turn = [2, 6]\nfloor_unit = "messages"\n'
+             f'[framework]\nname = "google_adk.EventsCompactionConfig"\ncompaction_interval = {interval}\n'
+             f"overlap_size = {overlap}\n")
+    assert check_config(f"floor = 0\n{shape}")["verdict"] == "safe"
+    assert check_config(f"floor = 1\n{shape}")["verdict"] == "unsafe"
+    rng = random.Random(interval * 10 + overlap)  # invocations of 12 to 213 tokens, 2 to 6 events
+    session = [(6, [*(Step(1, call=rng.choice([5, 100])) for _ in range(rng.choice([0, 0, 1, 2]))), Step(5)])
                for _ in range(9)]
     config = {"compaction_interval": interval, "overlap_size": overlap}
 

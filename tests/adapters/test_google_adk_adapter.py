@@ -10,6 +10,7 @@ context, so a tag at the end of a long response is held nowhere.
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from pathlib import Path
@@ -370,3 +371,50 @@ def test_one_guard_serves_sessions_running_at_once(tmp_path: Path) -> None:
     for log in logs:
         kinds = [json.loads(x)["event"] for x in log.read_text().splitlines()]
         assert kinds.count("compact") == 3 and kinds.count("session") == 1
+
+
+@pytest.mark.parametrize("on_refuse", ["defer", "halt"])
+def test_a_restart_after_a_refusal_continues_the_session(tmp_path: Path, on_refuse: str) -> None:
+    """A refused compaction writes no event, but the guard recorded the session's new events:
+    their state goes into the session with its next event, so a new guard and runner continue the
+    session (a resume line), and its next compaction is decided, not failed."""
+
+    async def go() -> tuple[list[Any], list[str]]:
+        service = InMemorySessionService()
+        summary = adk.SummaryModel(summary_tokens=10)
+        guard = guarded(summary, recovery_floor_span=0, on_refuse=on_refuse, log=f"{tmp_path}/logs/")
+        app = await adk.build(SLIDING, summarizer=guard, plugins=[guard], service=service, summary_model=summary)
+        await app.invoke(*clipped_session()[0])  # refused: the clipped response would leave
+        if on_refuse == "halt":
+            with pytest.raises(RuntimeError):
+                await app.invoke(*clipped_session()[1])  # the halt, raised before the model call
+        await app.invoke(*clipped_session()[1])  # its events carry the state; refused again
+        guard2 = guarded(summary, recovery_floor_span=0, on_refuse="spill", store=tmp_path / "spill",
+                         log=f"{tmp_path}/logs/")
+        later = await adk.build(SLIDING, summarizer=guard2, plugins=[guard2], service=service,
+                                session_id=app.session_id, summary_model=summary)
+        later.raw = len(adk.raw_tags(await app.session_events()))
+        await later.invoke(6, [Step(5)])  # a new process: resumes, spills, compacts
+        return await later.session_events(), summary.prompts
+
+    events, prompts = adk.run(go())
+    assert [e for e in events if e.actions.compaction]
+    kinds = [json.loads(x)["event"] for p in (tmp_path / "logs").glob("*.jsonl") for x in p.read_text().splitlines()]
+    # one log, continued: the refused compactions' appends past the stored state are the
+    # session's newer events (ADK deletes none), placed again by the new process
+    assert kinds.count("session") == 1 and kinds[-2:] == ["spill", "compact"]
+    assert kinds.count("append") == 3  # once per compaction attempt: no event placed twice
+    from tailguard.cli.main import main
+
+    code = main(["audit", "--format", "json", str(next((tmp_path / "logs").glob("*.jsonl")))], stdout=io.StringIO())
+    assert code in (0, 1)  # one well-formed log (its refusals are findings, not errors)
+    extra, _ = spilled_tags(FileSpillStore(tmp_path / "spill"), events)
+    assert adk.lost(events, prompts, extra) == set()
+
+
+def test_without_recovery_a_restart_after_a_refusal_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recovery is what makes the previous test pass: without it the new process cannot
+    continue the log, and its compaction fails (the check is live)."""
+    monkeypatch.setattr(GuardedCompaction, "_recover", lambda self, sid, value, context: None)
+    with pytest.raises(AssertionError):
+        test_a_restart_after_a_refusal_continues_the_session(tmp_path, "defer")

@@ -64,7 +64,9 @@ from tailguard.adapters._spill_tool import encode_run, read_spill
 from tailguard.base.errors import SnapshotError
 from tailguard.base.vocab import Pair
 from tailguard.pipeline.presets.google_adk import PRESET
+from tailguard.runtime.ledger import Ledger
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.snapshot import header_of
 from tailguard.spill import SpillStore
 
 try:
@@ -196,6 +198,7 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
         self._store = open_store(self.options.store)
         self._sessions: SessionTable[_Session] = SessionTable(cache_size)
         self._failures: dict[str, BaseException] = {}
+        self._pending: dict[str, dict[str, Any]] = {}  # state to store with the session's next event
 
     # -- public helpers --------------------------------------------------------------------
 
@@ -225,6 +228,19 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
         self._raise_pending(callback_context.session.id)
         return None
 
+    async def on_event_callback(self, *, invocation_context: Any, event: Event) -> Any:
+        """A compaction the guard refused (or that wrote nothing) still recorded the session's new
+        events in its ledger and log: the state goes into the session with its next event."""
+        sid = invocation_context.session.id
+        value = self._pending.get(sid)
+        if value is not None and event.partial is not True:
+            del self._pending[sid]
+            event.actions.state_delta[STATE_KEY] = value
+            sess = self._sessions.get(sid)
+            if sess is not None:
+                sess.persisted = value["integrity"]
+        return None
+
     # -- the summarizer ----------------------------------------------------------------------
 
     async def maybe_summarize_events(self, *, events: list[Event]) -> Event | None:
@@ -238,15 +254,31 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
         sid = session.id
         async with self._sessions.alocked(sid):
             try:
-                return await self._compaction(ctx, events)
+                out = await self._compaction(ctx, events)
             except (UnrecoverableCompactionError, AdapterError, SnapshotError) as exc:
                 self._failures[sid] = exc  # ADK swallows it; the next callback raises it
+                self._hold(sid)
                 raise
+            if out is None:
+                self._hold(sid)
+            return out
+
+    def _hold(self, sid: str) -> None:
+        """Keep the state of a session whose compaction wrote no event, for its next event."""
+        sess = self._sessions.get(sid)
+        if sess is None:
+            return
+        try:
+            self._pending[sid] = self._state_value(sess)
+        except Exception:  # a ledger whose log failed decides nothing more; nothing to keep
+            self._pending.pop(sid, None)
 
     async def _compaction(self, ctx: Any, events: list[Event]) -> Event | None:
         session = ctx.session
         value = session.state.get(STATE_KEY)
-        sess = self._load(session.id, value)
+        scoped = self._scoped(session, events)
+        context = [e for e in _process_compaction_events(scoped) if not _is_compaction(e)]
+        sess = self._load(session.id, value, context)
         observed = self._observe(session, events, sess)
         inner = self.inner or LlmEventSummarizer(llm=ctx.agent.canonical_model)
         haystack = (self.render or inner._format_events_for_prompt)(events)  # type: ignore[attr-defined]
@@ -262,41 +294,74 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
 
     # -- sessions ----------------------------------------------------------------------------
 
-    def _load(self, sid: str, value: Any) -> _Session:
+    def _load(self, sid: str, value: Any, context: list[Event]) -> _Session:
+        """The session's guard: cached, restored from the session's state, or new. ``context``:
+        the raw events of ADK's assembled context (for :meth:`_recover`)."""
         cached = self._sessions.get(sid)
-        if value is None:
-            if cached is not None and cached.persisted is None:
-                return cached
-            ledger, owned = self._logs.start(self.options, sid)
-            guard = CompactionGuard(self.options, framework=FRAMEWORK, units=("messages",), session=sid,
-                                    ledger=ledger, tracker=OffsetTracker(ledger, remember=False),
-                                    store=self._store, owned=owned)
-            sess = _Session(sid, guard, [])
-        else:
+        if value is not None:
             check_state_value(value, f"session {sid!r} state[{STATE_KEY!r}]", fmt=STATE_FORMAT,
                               version=STATE_VERSION, framework="Google ADK")
             if value["session"] != sid:
                 raise AdapterError(f"session {sid!r}: its state holds the guard state of session {value['session']!r}")
-            if cached is not None and cached.persisted == value["integrity"]:
-                return cached
-            try:
+            adopted = value.get("adopted")
+            if not (isinstance(adopted, list) and all(isinstance(a, str) for a in adopted)):
+                raise AdapterError(f"session {sid!r}: bad 'adopted' in the guard state")
+        if cached is not None and cached.persisted == (None if value is None else value["integrity"]):
+            return cached
+        owned = None
+        try:
+            if value is None:
+                ledger, owned = self._logs.start(self.options, sid)
+                tracker = OffsetTracker(ledger, remember=False)
+            else:
                 ledger = self._logs.resume(value["ledger"], sid)
-            except SnapshotError as exc:
+                tracker = OffsetTracker.restore(ledger, value.get("tracker"))
+        except (SnapshotError, AdapterError) as exc:
+            recovered = self._recover(sid, value, context)
+            if recovered is None:
                 raise AdapterError(f"session {sid!r}: cannot continue from the guard state the session holds: "
                                    f"{exc}. The log has moved past that state (a compaction event that was "
                                    "never stored, an older copy of the session, or another process continued "
                                    "it)") from exc
-            tracker = OffsetTracker.restore(ledger, value.get("tracker"))
-            adopted = value.get("adopted")
-            if not (isinstance(adopted, list) and all(isinstance(a, str) for a in adopted)):
-                raise AdapterError(f"session {sid!r}: bad 'adopted' in the guard state")
-            guard = CompactionGuard(self.options, framework=FRAMEWORK, units=("messages",), session=sid,
-                                    ledger=ledger, tracker=tracker, store=self._store)
-            sess = _Session(sid, guard, list(adopted), value["integrity"])
-            if cached is not None:
-                cached.close()
+            ledger, tracker = recovered
+        guard = CompactionGuard(self.options, framework=FRAMEWORK, units=("messages",), session=sid,
+                                ledger=ledger, tracker=tracker, store=self._store, owned=owned)
+        sess = _Session(sid, guard, [] if value is None else list(value["adopted"]),
+                        None if value is None else value["integrity"])
+        if cached is not None:
+            cached.close()
         self._sessions.remember(sid, sess)
         return sess
+
+    def _recover(self, sid: str, value: Any, context: list[Event]) -> tuple[Ledger, OffsetTracker] | None:
+        """A log past the session's state by ``append`` and ``refusal`` lines only: compactions the
+        guard refused (no event written) after recording the session's newer events, and the
+        process ended before a later event carried the state. ADK never deletes an event, so
+        those appends are the context's raw events the state does not place, in order: the
+        ledger is rebuilt from the log and they get its offsets. Anything else: None."""
+        path = self._logs.path(sid)
+        if path is None or not path.is_file():
+            return None
+        lines = path.read_text(encoding="utf-8").splitlines()
+        known = 1 if value is None else header_of(value["ledger"]).get("log", {}).get("lines")
+        if type(known) is not int or not 1 <= known < len(lines):
+            return None
+        try:
+            extra = [json.loads(x).get("event") for x in lines[known:]]
+            if json.loads(lines[0]).get("session_id") != sid or any(k not in ("append", "refusal") for k in extra):
+                return None
+            start = 0 if value is None else Ledger.restore(value["ledger"]).history_end
+            ledger = Ledger.from_log(path, profile=self.options.profile)
+        except (ValueError, SnapshotError):
+            return None
+        tracker_value = {"units": [], "summaries": []} if value is None else value["tracker"]
+        placed = {row[0] for row in tracker_value.get("units", []) if isinstance(row, list) and row}
+        fresh = [e.id for e in context if e.id not in placed][: ledger.history_end - start]
+        if len(fresh) != ledger.history_end - start:
+            ledger.close()
+            return None
+        units = [*tracker_value["units"], *([k, start + j, start + j + 1] for j, k in enumerate(fresh))]
+        return ledger, OffsetTracker.restore(ledger, {"units": units, "summaries": tracker_value["summaries"]})
 
     def _state_value(self, sess: _Session) -> dict[str, Any]:
         value: dict[str, Any] = {
@@ -445,6 +510,7 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
             sess.adopted = []
         value = self._state_value(sess)
         sess.persisted = value["integrity"]
+        self._pending.pop(sess.sid, None)
         new.actions.state_delta[STATE_KEY] = value
         new.custom_metadata = {**(new.custom_metadata or {}), STATE_KEY: {
             "summary": sid, "spills": [{"range": [lo, hi], "handle": h} for (lo, hi), h in guard.spills]}}

@@ -28,7 +28,9 @@ alike, and appends the event it returns. The guard
 - *confirms* the event covers the range planned and *applies* it: the guard's state rides in the
   compaction event's ``actions.state_delta`` (key :data:`STATE_KEY`), so any session service
   (in memory, SQLite, a database) keeps it in the session's state and a new runner or process
-  continues the session from it.
+  continues the session from it. A compaction that writes no event (refused, or the summarizer
+  returned none) hands its state to the session's next event (``on_event_callback``); a process
+  that ended before that rebuilds the ledger from the log (:meth:`GuardedCompaction._recover`).
 
 A session compacted before the guard came is adopted (its summaries' coverage unverified,
 ``on_unknown_history="adopt"``) or refused. One guard serves any number of sessions (a lock per

@@ -349,3 +349,27 @@ def test_the_floor_counterexample_reproduces_on_adk(retention: int) -> None:
     assert check_config(token_policy_text(retention, retention))["verdict"] == "safe"
     events, prompts = adk.run(run_tokens([40, 3, 25, 30] * 8, 100, retention, 10))
     assert all(len(c.kept) >= retention for c in real_compactions(events, prompts))
+
+
+def test_suggest_gives_adks_retention_boundary() -> None:
+    """``--suggest`` on a floor above event_retention_size moves the knob to the floor, exactly:
+    on ADK the suggested value keeps the floor at every compaction and the value below it does
+    not (the session is check-config's own counterexample)."""
+    from tailguard.cli.main import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "p.toml"
+        path.write_text(token_policy_text(3, 1))
+        out = io.StringIO()
+        main(["check-config", "--suggest", "--format", "json", str(path)], stdout=out, stderr=io.StringIO())
+    entry = json.loads(out.getvalue())["policies"][0]
+    knob = "framework.event_retention_size"
+    change = next(f["changes"][0] for f in entry["fixes"] if f["changes"][0]["knob"] == knob)
+    assert (change["to"], change["beyond"]) == (3, 2)
+    sizes = [step["size"] if isinstance(step, dict) else int(step) for step in entry["findings"][0]["trace"]]
+    sizes += [40, 40, 3, 3] * 4
+    sizes += [3] * (len(sizes) % 2)
+    for retention, holds in ((2, False), (3, True)):
+        events, prompts = adk.run(run_tokens(sizes, 100, retention, 10))
+        kept = [len(c.kept) for c in real_compactions(events, prompts)]
+        assert kept and all(k >= 3 for k in kept) is holds, (retention, kept)

@@ -418,3 +418,27 @@ def test_without_recovery_a_restart_after_a_refusal_fails(tmp_path: Path, monkey
     monkeypatch.setattr(GuardedCompaction, "_recover", lambda self, sid, value, context: None)
     with pytest.raises(AssertionError):
         test_a_restart_after_a_refusal_continues_the_session(tmp_path, "defer")
+
+
+def test_a_summary_over_other_events_than_it_was_given_is_refused() -> None:
+    """_confirm: a summarizer whose event's range is not the range of the events it was given
+    writes nothing; the guard says so at the session's next run."""
+
+    class Narrow(LlmEventSummarizer):
+        async def maybe_summarize_events(self, *, events: list[Any]) -> Any:
+            out = await super().maybe_summarize_events(events=events)
+            out.actions.compaction.end_timestamp = events[0].timestamp  # covers the first event only
+            return out
+
+    async def go() -> tuple[list[Any], BaseException]:
+        summary = adk.SummaryModel(summary_tokens=10)
+        guard = GuardedCompaction(Narrow(llm=summary), recovery_floor_span=0)
+        app = await adk.build(SLIDING, summarizer=guard, plugins=[guard], summary_model=summary)
+        await app.invoke(6, [Step(5)])
+        with pytest.raises(RuntimeError) as info:
+            await app.invoke(6, [Step(5)])
+        return await app.session_events(), info.value
+
+    events, error = adk.run(go())
+    assert isinstance(error.__cause__, AdapterError) and "is not the range" in str(error.__cause__)
+    assert not any(e.actions.compaction for e in events)

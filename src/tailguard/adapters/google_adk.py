@@ -261,6 +261,9 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
                 self._failures[sid] = exc  # ADK swallows it; the next callback raises it
                 self._hold(sid)
                 raise
+            except BaseException:  # the summarizer failed: ADK logs it and goes on uncompacted
+                self._hold(sid)
+                raise
             if out is None:
                 self._hold(sid)
             return out
@@ -287,11 +290,11 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
         new = await inner.maybe_summarize_events(events=events)
         if new is None:
             return None
+        self._confirm(observed, events, new)  # before anything is decided: a bad event records nothing
         plan, held = self._plan(observed, events, new, haystack, sess)
         res = self._resolve(plan, sess, held)
         if res.action == "defer":
             return None
-        self._confirm(observed, events, new)
         return self._apply(plan, new, sess)
 
     # -- sessions ----------------------------------------------------------------------------
@@ -491,7 +494,9 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
 
     @staticmethod
     def _confirm(observed: _Observed, events: list[Event], new: Event) -> None:
-        """The summarizer's event is a compaction over the events it was given."""
+        """The summarizer's event is a compaction over the events it was given. (ADK's
+        summarizer has run before the decision, so this comes right after it; nothing has been
+        written yet.)"""
         compaction = new.actions.compaction if new.actions else None
         if compaction is None or compaction.compacted_content is None:
             raise AdapterError("the summarizer returned an event without a compaction; nothing was written")

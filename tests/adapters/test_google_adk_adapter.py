@@ -442,3 +442,23 @@ def test_a_summary_over_other_events_than_it_was_given_is_refused() -> None:
     events, error = adk.run(go())
     assert isinstance(error.__cause__, AdapterError) and "is not the range" in str(error.__cause__)
     assert not any(e.actions.compaction for e in events)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_token_threshold_with_tool_calls_is_guarded(seed: int) -> None:
+    """What the preset refuses by name (token threshold with tool calls: ADK moves its cut to keep
+    a call with its response) the guard decides at run time: every compaction goes through, with
+    nothing lost."""
+    rng = random.Random(seed)
+
+    async def go() -> tuple[list[Any], list[str]]:
+        summary = adk.SummaryModel(summary_tokens=10)
+        guard = guarded(summary, recovery_floor_span=0, on_refuse="halt")
+        app = await adk.build({"token_threshold": 80, "event_retention_size": rng.choice([0, 1, 2, 3])},
+                              summarizer=guard, plugins=[guard], summary_model=summary)
+        calls = [[Step(1, call=rng.choice([5, 30])) for _ in range(rng.choice([0, 1, 2]))] for _ in range(12)]
+        await play(app, [(rng.choice([5, 20]), [*c, Step(rng.choice([5, 15]))]) for c in calls])
+        return await app.session_events(), summary.prompts
+
+    events, prompts = adk.run(go())
+    assert len([e for e in events if e.actions.compaction]) >= 3 and adk.lost(events, prompts) == set()

@@ -462,3 +462,16 @@ def test_token_threshold_with_tool_calls_is_guarded(seed: int) -> None:
 
     events, prompts = adk.run(go())
     assert len([e for e in events if e.actions.compaction]) >= 3 and adk.lost(events, prompts) == set()
+
+
+def test_closing_the_runner_closes_the_guards_logs(tmp_path: Path) -> None:
+    async def go() -> GuardedCompaction:
+        guard = guarded(recovery_floor_span=0, on_refuse="defer", log=f"{tmp_path}/logs/")
+        app = await adk.build(SLIDING, summarizer=guard, plugins=[guard])
+        await play(app, [(6, [Step(5)])] * 2)
+        assert guard.session_guard(app.session_id) is not None
+        await app.runner.close()
+        assert guard.session_guard(app.session_id) is None
+        return guard
+
+    adk.run(go())

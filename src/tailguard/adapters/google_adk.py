@@ -209,8 +209,8 @@ class GuardedCompaction(BasePlugin, BaseEventsSummarizer):
         sess = self._sessions.get(session_id)
         return None if sess is None else sess.guard
 
-    def close(self) -> None:  # type: ignore[override]
-        """Close every log this guard opened."""
+    async def close(self) -> None:
+        """Close every log this guard opened (ADK awaits it when the runner closes)."""
         for sess in self._sessions.drain():
             sess.close()
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.presets.harness import REQUIRE, SLOW_EXAMPLES, ModelRun, Turn
+from tests.presets.harness import REQUIRE, ModelRun, Turn
 
 if not REQUIRE:
     pytest.importorskip("google.adk", reason="install the frameworks extra (CI does)")
@@ -39,6 +39,7 @@ from tests.presets import adk_driver as adk
 from tests.presets.adk_driver import Step
 
 EXAMPLES = 25  # each example runs ADK for a whole session (about 0.1 s an invocation)
+SLOW_EXAMPLES = 120  # ``pytest -m slow``: sessions up to 60 events / 40 invocations, about 4 min
 
 
 class Mismatch(AssertionError):

@@ -29,6 +29,7 @@ pytest.importorskip("langchain", reason="install the frameworks extra (CI does)"
 pytest.importorskip("langmem", reason="install the frameworks extra (CI does)")
 pytest.importorskip("agents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("deepagents", reason="install the frameworks extra (CI does)")
+pytest.importorskip("google.adk", reason="install the frameworks extra (CI does)")
 
 from agents import SQLiteSession
 from agents.memory.session_settings import SessionSettings
@@ -39,17 +40,20 @@ import tailguard.adapters
 from tailguard.adapters import (
     GuardOptions,
     deepagents as da_adapter,
+    google_adk as adk_adapter,
     langchain as lc_adapter,
     langmem as lm_adapter,
     openai_agents as oa_adapter,
 )
 from tailguard.adapters._guard import STEPS
 from tailguard.adapters.deepagents import GuardedDeepAgentsSummarizationMiddleware
+from tailguard.adapters.google_adk import GuardedCompaction
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
 from tailguard.adapters.langmem import GuardedSummarizer
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
 from tailguard.pipeline.presets import (
     deepagents as da_preset,
+    google_adk as adk_preset,
     langchain as lc_preset,
     langmem as lm_preset,
     openai_agents as oa_preset,
@@ -64,8 +68,10 @@ ADAPTERS = {
     "openai_agents": ("openai-agents", "agents", oa_preset.PRESET, GuardedResponsesCompactionSession),
     "langmem": ("langmem", "langmem", lm_preset.PRESET, GuardedSummarizer),
     "deepagents": ("deepagents", "deepagents", da_preset.PRESET, GuardedDeepAgentsSummarizationMiddleware),
+    "google_adk": ("google-adk", "google.adk", adk_preset.PRESET, GuardedCompaction),
 }
-MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter, "deepagents": da_adapter}
+MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter, "deepagents": da_adapter,
+           "google_adk": adk_adapter}
 
 
 def deep_middleware(**kw: Any) -> GuardedDeepAgentsSummarizationMiddleware:

@@ -153,6 +153,8 @@ EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.m
     "openhands-repaired.toml": ("safe", set()),
     "pydantic-ai-threshold.toml": ("unsafe", {"overflow"}),
     "pydantic-ai-repaired.toml": ("safe", set()),
+    "google-adk-sliding-window.toml": ("unsafe", {"floor"}),
+    "google-adk-token-threshold.toml": ("safe", set()),
 }
 
 

@@ -590,7 +590,7 @@ def ledger_decision_is_the_checkers(spec: Spec | None = None, source: str | None
     # after other theorems had run)
     with solver_settings(isolate=True):
         try:
-            for name, part in itertools.chain(event_parts(events), _parts(spec, text)):
+            for name, part in itertools.chain(event_parts(events, spec), _parts(spec, text)):
                 r = _decided(name, part)
                 if r.status != "proved":
                     return Result(r.status, detail=f"{name}: {r.detail}", model=None)

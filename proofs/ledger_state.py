@@ -42,6 +42,8 @@ import z3
 
 from tailguard.backends.z3_eval import prove
 from tailguard.runtime.ledger_core import LedgerCore
+from tailguard.speclang import ast as spec_ast
+from tailguard.speclang.load import Spec
 from tailguard.tooling.theorems import Result
 
 Parts = Iterator[tuple[str, Callable[[], Result]]]
@@ -549,15 +551,36 @@ def _prove(claim: Any, **kwargs: Any) -> Result:
     return prove(claim, **kwargs)[0]
 
 
-def event_parts(sources: dict[str, str] | None = None) -> Parts:
+def lineage_at(node: spec_ast.Node, names: dict[str, Any]) -> Any:
+    """A ``[lineage]`` expression of the spec (names and set operations) at the offset x."""
+    match node:
+        case spec_ast.Name(name=n):
+            return names[n]
+        case spec_ast.SetOp(op="|", left=a, right=b):
+            return z3.Or(lineage_at(a, names), lineage_at(b, names))
+        case spec_ast.SetOp(op="&", left=a, right=b):
+            return z3.And(lineage_at(a, names), lineage_at(b, names))
+        case spec_ast.SetOp(op="\\", left=a, right=b):
+            return z3.And(lineage_at(a, names), z3.Not(lineage_at(b, names)))
+    raise NotInForm(f"a lineage expression of the spec this proof does not read: {node!r}")
+
+
+def event_parts(sources: dict[str, str] | None = None, spec: Spec | None = None) -> Parts:
+    from proofs._common import project_spec
+
     src = sources if sources is not None else method_sources()
+    lineage = (spec or project_spec()).lineage
+    if lineage is None:
+        raise NotInForm("the spec has no [lineage] table: no E(S_k) to compare the ledger's with")
     x = z3.Int("x")
     lo, hi = z3.Ints("ev.lo ev.hi")
     saw_cov, kept_cov, dep_cov = z3.Bools("lin.SEEN lin.KEPT lin.DEP")
+    honest_parts: list[Any] = []
 
     def commit(pc: Any, honest: Any, alive: Any) -> tuple[Any, Any, list[Any]]:
         # SummaryContext.commit's meaning: the context was the seen, the kept and the departed
         # summaries; now it is the kept ones and the new one, E = honest ∪ SEEN
+        honest_parts.append(honest)
         new_pc = z3.Or(honest, saw_cov, kept_cov)
         return z3.If(alive, new_pc, pc), dep_cov, [pc == z3.Or(saw_cov, kept_cov, dep_cov)]
 
@@ -599,6 +622,16 @@ def event_parts(sources: dict[str, str] | None = None) -> Parts:
             want = changes[k](before) if k in changes else before[k]
             yield f"{name}: {k} is {'updated' if k in changes else 'unchanged'}", partial(_prove,
                 st.vals[k] == want, assumptions=assumptions)
+        if name == "compact":  # what compact hands to commit makes the spec's E(S_k) of it
+            spec_e = lineage_at(lineage.effective_coverage, {
+                "C": z3.And(cov.lo <= x, x < cov.hi), "I": z3.And(inp.lo <= x, x < inp.hi),
+                "TRU": before["truncated"], "SEEN": saw_cov, "KEPT": kept_cov})
+            if len(honest_parts) != 1:
+                yield "compact: commits once", partial(Result, "counterexample", detail=(
+                    f"LedgerCore.compact is not in the form T19 reads: {len(honest_parts)} commits"))
+                return
+            yield "compact: the new summary's coverage (honest part ∪ SEEN) is the spec's E(S_k)", partial(
+                _prove, z3.Or(honest_parts[0], saw_cov) == spec_e, assumptions=assumptions)
         if name == "adopt":  # the adopted range joins the context's coverage
             yield "adopt: PC grows by [0, hi)", partial(_prove,
                 st.ctx.pc == z3.Or(before["PC"], z3.And(x >= 0, x < hi)), assumptions=assumptions)

@@ -1,4 +1,3 @@
-# ruff: noqa: E501
 """The ledger's decision, read back from the code that runs (theorem T19, issue 32 item 2).
 
 T19 reads ``LedgerCore._contract`` (``src/tailguard/runtime/ledger_core.py``, the O(log k)
@@ -208,7 +207,8 @@ class Executor:
     def _outside(self, gen: pyast.comprehension, st: State) -> Pred:
         match gen:
             case pyast.comprehension(target=pyast.Tuple(elts=[pyast.Name(), pyast.Name()]), iter=pyast.Call(
-                    func=pyast.Attribute(value=pyast.Name(id="self"), attr="uncovered_outside"), args=[t_n, lo_n, hi_n]),
+                    func=pyast.Attribute(value=pyast.Name(id="self"), attr="uncovered_outside"),
+                    args=[t_n, lo_n, hi_n]),
                     ifs=[]):
                 t, lo, hi = (self.expr(a, st) for a in (t_n, lo_n, hi_n))
                 n = self.n
@@ -247,7 +247,8 @@ class Executor:
                 self.returns.append((st.alive, value))
                 return State(st.vars, z3.BoolVal(False), st.failed)
             case pyast.If(test=test, body=body, orelse=orelse):
-                if isinstance(test, pyast.UnaryOp) and isinstance(test.operand, pyast.Name) and test.operand.id == "failed":
+                if isinstance(test, pyast.UnaryOp) and isinstance(test.operand, pyast.Name) \
+                        and test.operand.id == "failed":
                     cond = z3.Not(z3.Or([c for c, _ in st.failed] or [z3.BoolVal(False)]))
                 else:
                     cond = self.truth(self.expr(test, st))
@@ -431,8 +432,10 @@ def _parts(spec: Spec, source: str) -> Iterator[tuple[str, Callable[[], Result]]
                                              assumptions=z3.And(given("PC", "PC.ends"), n >= 0), sanity=False)
     yield "an empty pc has no pairs", partial(_prove, z3.Implies(z3.Not(pc.nonempty), PCL.forall(within)),
                                             assumptions=z3.And(given("PC", "PC.ends"), n >= 0), sanity=False)
-    yield "TRU lies in the history when its pairs do", partial(_prove, lemma_tru, assumptions=given("TRU"), sanity=False)
-    yield "R lies in the history when its pairs do", partial(_prove, lemma_rec, assumptions=given("PC", "R"), sanity=False)
+    yield "TRU lies in the history when its pairs do", partial(_prove, lemma_tru, assumptions=given("TRU"),
+                                                               sanity=False)
+    yield "R lies in the history when its pairs do", partial(_prove, lemma_rec, assumptions=given("PC", "R"),
+                                                             sanity=False)
 
     def prefix_at(v: Any) -> Any:
         """R holds [0, v) exactly when v <= 0 or its first run is [0, y) with y >= v."""
@@ -527,7 +530,8 @@ def _parts(spec: Spec, source: str) -> Iterator[tuple[str, Callable[[], Result]]
         for c in rest:
             named = z3.Or([k for k, cid in r.failed if cid == c.id] or [False])
             for case_name, when in (hole_cases if c.id == vocab.NO_HOLE else [("", z3.BoolVal(True))]):
-                yield f"{pid}: {c.id} appended exactly when it fails{', ' + case_name if case_name else ''}", partial(_prove,
+                part = f"{pid}: {c.id} appended exactly when it fails{', ' + case_name if case_name else ''}"
+                yield part, partial(_prove,
                     named == fails[c.id], assumptions=z3.And(
                         given(*need.get(c.id, ())), past_gate_sets if c.id == vocab.NO_HOLE else past_gate, when),
                     sanity=False)
@@ -578,7 +582,7 @@ def _decided(name: str, compute: Callable[[], Result]) -> Result:
     "new records (SummaryContext's commit, evict and adopt taken at their documented meaning, and "
     "the unions' normal form: tested, not proved). Each query in a z3 context of its own; under "
     "--solver both the parts that quantify over the unions' normal form are decided by z3 alone "
-    "(named in the detail).",
+    "(prove prints them in a note).",
 )
 def ledger_decision_is_the_checkers(spec: Spec | None = None, source: str | None = None,
                                     events: dict[str, str] | None = None) -> Result:

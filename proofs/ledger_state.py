@@ -140,6 +140,7 @@ class Events:
         self.fresh = 0
         self.writes: list[set[str]] = []  # per loop being executed: the unions its body changes
         self.reads: list[set[str]] = []
+        self.loops: list[object] = []  # what each loop being executed is at: a Current, or Departed
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -285,6 +286,11 @@ class Events:
         if len(args) != 2:
             raise NotInForm("a range of other than two arguments")
         a, b = (self.expr(e, env, st) for e in args)
+        if self.loops and not (a is b and a is self.loops[-1]):
+            # in a loop, a range other than the loop's own pair would be read once per pair, not
+            # only where the pair is: not offset by offset
+            raise NotInForm(f"in a loop, a range other than the innermost loop's pair: "
+                            f"{[pyast.unparse(e) for e in args]}")
         if isinstance(a, Current) and a is b:
             return a.mem
         if isinstance(a, (Current, Opaque)) or isinstance(b, (Current, Opaque)):
@@ -328,14 +334,11 @@ class Events:
                 s = self.expr(base, env, st)
                 if not (isinstance(s, tuple) and s[:1] == ("self",) and s[1] in SETS):
                     raise NotInForm(f"{pyast.unparse(node)!r}: {m} on something other than a union of the state")
-                if self.writes and not all(isinstance(self.expr(a, env, st), Current) for a in args):
-                    # in a loop, a constant range would be added once per pair, not where the pair is
-                    raise NotInForm(f"{pyast.unparse(node)!r}: in a loop, {m} of a range other than the loop's pair")
                 self._write(st, s[1], self.range_at(args, env, st), z3.BoolVal(m == "add"))
                 return
             case pyast.Expr(value=pyast.Call(func=pyast.Attribute(
                     value=pyast.Attribute(value=pyast.Name(id="self"), attr="summaries"), attr="adopt"),
-                    args=[_, _, lo, hi])):
+                    args=[_, _, lo, hi])) if not self.loops:
                 added = self._in(self.value(lo, env, st), self.value(hi, env, st))
                 st.ctx.pc = z3.If(st.alive, z3.Or(st.ctx.pc, added), st.ctx.pc)
                 return
@@ -344,7 +347,8 @@ class Events:
                 self.call(m, [self.expr(a, env, st) for a in args], st)
                 return
             case pyast.Assign(targets=[pyast.Name(id=name)], value=pyast.Call(func=pyast.Attribute(
-                    value=pyast.Attribute(value=pyast.Name(id="self"), attr="summaries"), attr="commit"), args=args)):
+                    value=pyast.Attribute(value=pyast.Name(id="self"), attr="summaries"), attr="commit"), args=args)) \
+                    if not self.loops:
                 if len(args) != 5:
                     raise NotInForm("summaries.commit with other than (sid, tag, honest, saw, keeps)")
                 honest = self.expr(args[2], env, st)
@@ -356,7 +360,8 @@ class Events:
                 env[name] = Departed(dep)
                 return
             case pyast.Assign(targets=[pyast.Name(id=name)], value=pyast.Call(func=pyast.Attribute(
-                    value=pyast.Attribute(value=pyast.Name(id="self"), attr="summaries"), attr="evict"))):
+                    value=pyast.Attribute(value=pyast.Name(id="self"), attr="summaries"), attr="evict"))) \
+                    if not self.loops:
                 gone = self.evicted
                 # the evicted summary was in the context, and leaves it: what it alone covered goes
                 rest = self._bool("rest")  # the coverage of the summaries that stay, at x
@@ -365,7 +370,10 @@ class Events:
                 env[name] = Departed(gone)
                 return
             case pyast.Assign(targets=[pyast.Name(id=name)], value=v):
-                env[name] = self._value_or_opaque(v, env, st)
+                value = self._value_or_opaque(v, env, st)
+                if self.loops and value is not OPAQUE:
+                    raise NotInForm(f"{pyast.unparse(node)!r}: a local set in a loop (it would carry across pairs)")
+                env[name] = value
                 return
             case pyast.Assign(targets=[pyast.Tuple(elts=names)], value=pyast.Tuple(elts=values)) \
                     if len(names) == len(values):
@@ -381,7 +389,7 @@ class Events:
                 self.assign_to(node.targets[0], self._value_or_opaque(v, env, st), env, st)
                 return
             case pyast.AugAssign(target=pyast.Attribute(value=pyast.Name(id="self"), attr=a), op=pyast.Add(), value=v) \
-                    if a in SCALARS and not self.writes:
+                    if a in SCALARS and not self.loops:
                 st.vals[a] = z3.If(st.alive, st.vals[a] + self.value(v, env, st), st.vals[a])
                 return
             case pyast.If(test=test, body=body, orelse=orelse):
@@ -391,7 +399,7 @@ class Events:
             case pyast.For(target=target, iter=it, body=body, orelse=[]):
                 self._loop(target, it, body, env, st)
                 return
-            case pyast.Return(value=v) if v is not None:
+            case pyast.Return(value=v) if v is not None and not self.loops:
                 st.returns.append((st.alive, self.expr(v, env, st)))
                 st.alive = z3.BoolVal(False)
                 return
@@ -413,7 +421,7 @@ class Events:
             case pyast.Attribute(value=pyast.Name(id="self"), attr=a) if a in IGNORED:
                 return
             case pyast.Attribute(value=pyast.Name(id="self"), attr=a) if a in SCALARS:
-                if self.writes:
+                if self.loops:
                     raise NotInForm(f"self.{a} set in a loop")
                 if not (z3.is_expr(value)):
                     raise NotInForm(f"self.{a} set to something other than a number or truth value")
@@ -422,6 +430,8 @@ class Events:
                 st.vals[a] = z3.If(st.alive, value, st.vals[a])
                 return
             case pyast.Attribute(value=pyast.Name(id="self"), attr=a) if a in SETS:
+                if self.loops:
+                    raise NotInForm(f"self.{a} set whole in a loop")
                 if not (isinstance(value, tuple) and value[:1] == ("set",)):
                     raise NotInForm(f"self.{a} set to something other than a union of the state's unions")
                 self._write(st, a, z3.BoolVal(True), value[1])
@@ -497,7 +507,11 @@ class Events:
             raise NotInForm(f"a loop over {pyast.unparse(it)!r}, which is not a list of ranges or of summaries")
         alive = st.alive
         st.alive = z3.And(alive, over.mem)
-        self.block(body, inner, st)
+        self.loops.append(next((v for v in inner.values() if isinstance(v, Current) and v.mem is over.mem), over))
+        try:
+            self.block(body, inner, st)
+        finally:
+            self.loops.pop()
         st.alive = alive
         reads, writes = self.reads.pop(), self.writes.pop()
         if reads & writes:

@@ -22,12 +22,14 @@ yields ``pc`` for a given ``saw`` and ``keeps`` (``LedgerCore.prior``, ``Summary
 ``IntervalUnion``'s methods and normal form (their meaning is taken as documented;
 ``tests/test_ledger_index.py`` and ``tests/test_ledger_state.py`` test them).
 
-Robustness: every query runs in a z3 context of its own (``solver_settings(isolate=True)``, the
-terms translated there), so its answer does not depend on what the process built before it (with
-one shared context, a part that proved in a fresh process ran out of budget after other
-theorems); the budget is z3's ``rlimit`` (``--rlimit``, default 50,000,000 per query; the
-costliest part uses about 5,000,000). Under ``--solver both`` the parts of :data:`Z3_ALONE` are
-decided by z3 alone, and the result says so in its ``note``.
+Robustness: ``prove`` runs T19 in a Python process of its own (:func:`_in_a_fresh_process`), and
+there every query in a z3 context of its own (``solver_settings(isolate=True)``, the terms
+translated there). Given the very same query text, z3's answer depended on what the process had
+run before (a part proved in a fresh process ran out of budget after T1, T2, T7, T12, T14, T18 had
+run: z3 keeps some state per process, and a new context does not reset it); in a process of its
+own the history is always T19's own parts in order. The budget is z3's ``rlimit`` (``--rlimit``,
+default 50,000,000 per query; the costliest part uses about 5,000,000). Under ``--solver both`` the
+parts of :data:`Z3_ALONE` are decided by z3 alone, and the result says so in its ``note``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from __future__ import annotations
 import ast as pyast
 import inspect
 import itertools
+import json
+import os
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -50,7 +56,8 @@ from tailguard.backends.z3_eval import SETTINGS, check_sat, prove, solver_settin
 from tailguard.base import vocab
 from tailguard.runtime.ledger_core import LedgerCore
 from tailguard.speclang.load import Spec
-from tailguard.tooling.theorems import Result, theorem
+from tailguard.tooling.project import project_root
+from tailguard.tooling.theorems import _CLOCK, Result, charge, theorem
 
 Pred = Callable[[Any], Any]
 
@@ -586,6 +593,48 @@ def _decided(name: str, compute: Callable[[], Result]) -> Result:
 )
 def ledger_decision_is_the_checkers(spec: Spec | None = None, source: str | None = None,
                                     events: dict[str, str] | None = None) -> Result:
+    if spec is None and source is None and events is None:
+        return _in_a_fresh_process()
+    return _here(spec, source, events)
+
+
+def _in_a_fresh_process() -> Result:
+    """T19 on the project's code, run in a Python process of its own.
+
+    A fresh z3 context per query is not enough to make z3's answer independent of what the
+    process ran before: given the very same query text, a part proved in a fresh process ran out
+    of budget after T1, T2, T7, T12 ... had run (z3 keeps some state per process). So T19 runs
+    where nothing ran before it, under the solver settings of this run; its answer is then the same
+    whatever ``prove`` ran first. The child's solver times are charged here.
+    """
+    root = project_root()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+           "TAILGUARD_ROOT": str(root)}
+    settings = {"solver": SETTINGS.solver, "rlimit": SETTINGS.rlimit, "cvc5_rlimit": SETTINGS.cvc5_rlimit}
+    proc = subprocess.run([sys.executable, "-c", "import proofs.ledger_decision as m; m._child()"],
+                          input=json.dumps(settings), capture_output=True, text=True, cwd=root, env=env,
+                          check=False)
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return Result("unknown", detail=f"error: the T19 process ended with code {proc.returncode}: "
+                      f"{proc.stderr.strip()[-500:]}")
+    for solver, seconds in out["solver_seconds"].items():
+        charge(solver, seconds)
+    return Result(out["status"], detail=out["detail"], note=out["note"])
+
+
+def _child() -> None:
+    """The fresh process of :func:`_in_a_fresh_process`: settings on stdin, the result on stdout."""
+    settings = json.loads(sys.stdin.read())
+    _CLOCK.clear()
+    with solver_settings(**settings):
+        r = _here(None, None, None)
+    print(json.dumps({"status": r.status, "detail": r.detail, "note": r.note, "solver_seconds": dict(_CLOCK)}))
+
+
+def _here(spec: Spec | None, source: str | None, events: dict[str, str] | None) -> Result:
+    """T19 in this process (on edited code, the break tests call it here)."""
     spec = setup(spec)
     text = source if source is not None else contract_source()
     count, alone = 0, 0

@@ -10,6 +10,7 @@ rejected as "not in the form T19 reads", never crash or pass.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -230,3 +231,13 @@ def test_a_fresh_core_starts_in_the_invariant() -> None:
     for union in (core.truncated, core.spilled, core.recovered, core.lost, core.summaries.coverage()):
         assert list(union) == []
     assert (core.n, core._min_lo, core._max_hi, core.reversed) == (0, 0, 0, False)
+
+
+def test_t19_runs_in_a_process_of_its_own_under_this_runs_budget() -> None:
+    """``prove`` runs T19 in a fresh process (so no earlier theorem changes z3's answer): that
+    process gets the run's settings, and an exhausted budget there is unknown, a failure."""
+    from tests.cli_helpers import run_cli
+
+    code, out, _ = run_cli("prove", "--only", "T19", "--rlimit", "1", "--format", "json")
+    t = json.loads(out)["theorems"][0]
+    assert code == 1 and t["status"] == "unknown" and "rlimit 1" in t["detail"], t

@@ -226,7 +226,7 @@ class Events:
             case pyast.List(elts=[]):
                 return Ranges(z3.BoolVal(False))
             case pyast.List(elts=[pyast.Tuple(elts=[lo, hi])]):
-                return Ranges(self._in(self.value(lo, env, st), self.value(hi, env, st)))
+                return Ranges(self.range_at([lo, hi], env, st))
             case pyast.Call(func=pyast.Attribute(value=base, attr=("gaps" | "pieces") as m), args=args):
                 s = self.union_at(base, env, st)
                 inside = self.range_at(args, env, st)
@@ -238,8 +238,8 @@ class Events:
             case pyast.Call(func=pyast.Attribute(value=pyast.Attribute(value=pyast.Name(id="self"), attr="summaries"),
                                                  attr="coverage"), args=[]):
                 return ("pc",)
-            case pyast.Call(func=pyast.Name(id="union_of"), args=[pyast.Tuple(elts=[a, b])]):
-                return ("set", z3.Or(self.set_at(a, env, st), self.set_at(b, env, st)))
+            case pyast.Call(func=pyast.Name(id="union_of"), args=[pyast.Tuple(elts=parts)]):
+                return ("set", z3.Or([self.set_at(u, env, st) for u in parts] or [z3.BoolVal(False)]))
             case pyast.Call(func=pyast.Name(id="_difference"), args=[a, b]):
                 return ("set", z3.And(self.set_at(a, env, st), z3.Not(self.set_at(b, env, st))))
             case pyast.Call(func=pyast.Attribute(value=pyast.Name(id="self"), attr=m), args=args) if m in self.funcs:
@@ -403,6 +403,13 @@ class Events:
                 st.returns.append((st.alive, self.expr(v, env, st)))
                 st.alive = z3.BoolVal(False)
                 return
+            case pyast.Pass():
+                return
+            case pyast.Delete(targets=targets) if all(isinstance(t, pyast.Name) and t.id in env for t in targets):
+                for t in targets:
+                    assert isinstance(t, pyast.Name)
+                    del env[t.id]
+                return
             case pyast.Continue():
                 raise NotInForm("continue outside a loop over diagnostic state")
         raise NotInForm(f"cannot execute {pyast.unparse(node)!r}")
@@ -495,9 +502,11 @@ class Events:
         self.writes.append(set())
         over = self.expr(it, env, st)
         inner = dict(env)
+        at: object = over  # what this loop is at: its pair, or every departed summary at once
         if isinstance(over, Ranges) and isinstance(target, pyast.Tuple) and len(target.elts) == 2 and all(
                 isinstance(e, pyast.Name) for e in target.elts):
             cur = Current(over.mem)
+            at = cur
             for e in target.elts:
                 assert isinstance(e, pyast.Name)
                 inner[e.id] = cur
@@ -507,7 +516,7 @@ class Events:
             raise NotInForm(f"a loop over {pyast.unparse(it)!r}, which is not a list of ranges or of summaries")
         alive = st.alive
         st.alive = z3.And(alive, over.mem)
-        self.loops.append(next((v for v in inner.values() if isinstance(v, Current) and v.mem is over.mem), over))
+        self.loops.append(at)
         try:
             self.block(body, inner, st)
         finally:
@@ -613,13 +622,16 @@ def event_parts(sources: dict[str, str] | None = None, spec: Spec | None = None)
     def history_grows(b: dict[str, Any]) -> Any:
         return b["n"] + hi
 
+    def adopted(b: dict[str, Any]) -> Any:  # spec 1.2: [0, hi) predates the guard
+        return z3.Or(b["unverified"], z3.And(x >= 0, x < hi))
+
     inp, cov = PairV(z3.Int("ev.a"), z3.Int("ev.b")), PairV(z3.Int("ev.c"), z3.Int("ev.d"))
     events: list[tuple[str, list[Any], dict[str, Callable[[dict[str, Any]], Any]]]] = [
         ("truncate", [lo, hi], recorded("truncated")),
         ("spill", [lo, hi], recorded("spilled")),
         ("compact", [inp, cov], {}),
         ("evict", [OPAQUE], {}),
-        ("adopt", [hi, OPAQUE], {"n": history_grows}),
+        ("adopt", [hi, OPAQUE], {"n": history_grows, "unverified": adopted}),
     ]
     for name, args, changes in events:
         try:
@@ -632,7 +644,7 @@ def event_parts(sources: dict[str, str] | None = None, spec: Spec | None = None)
         # the facts are satisfiable (so no part holds vacuously)
         yield f"{name}: keeps R = PC ∪ SP and lost = TRU \\ R", partial(_prove,
             invariant(st.vals, st.ctx.pc), assumptions=assumptions)
-        for k in (*SETS[:2], *SCALARS):
+        for k in ("truncated", "spilled", "unverified", *SCALARS):
             want = changes[k](before) if k in changes else before[k]
             yield f"{name}: {k} is {'updated' if k in changes else 'unchanged'}", partial(_prove,
                 st.vals[k] == want, assumptions=assumptions)

@@ -55,7 +55,7 @@ def test_t19_is_registered_and_holds_on_the_code_that_runs() -> None:
     result = ledger_decision.ledger_decision_is_the_checkers()
     assert result.status == "proved", result
     count = int(result.detail.split()[0])
-    assert count >= 79, result.detail  # every part ran: 36 of the events, 43 of the decision
+    assert count == 85, result.detail  # every part ran: 42 of the events, 43 of the decision
 
 
 # -- the decision: edits of _contract -------------------------------------------------------------

@@ -7,15 +7,20 @@ truncations, ``SP`` of the spills, ``PC`` the context's coverage, and ``_min_lo`
 :class:`~tailguard.runtime.ledger_core.LedgerCore` back with :mod:`ast` (``truncate``, ``spill``,
 ``compact`` with ``honest_part`` and ``_depart``, ``evict``, ``adopt`` with ``_rebuild``, and
 ``_bounds`` wherever they call it) and proves that each one, run on a state where the
-invariant holds, leaves a state where it holds for the new records.
+invariant holds, leaves a state where it holds for the new records: ``TRU`` or ``SP`` grown by
+exactly the recorded range, the bounds those of the recorded pairs, ``n`` grown by an adoption,
+``unverified`` by the adopted range, and a compaction's new summary given the spec's
+``[lineage]`` ``E(S_k)`` (read from ``spec/clauses.toml``). With a new core's empty state
+(``tests/test_ledger_proof.py`` pins it) that is an induction over any log.
 
 Every statement of these methods acts on the unions offset by offset (an ``add`` or ``remove``
 of a range, a loop over ranges that are disjoint, ``gaps``/``pieces``/``uncovered`` of a
 range), so the executor follows one free offset ``x``: a union is its membership at ``x``, a
 range ``[lo, hi)`` is ``lo <= x < hi``, a loop over disjoint ranges runs its body once under
-"x is in the range it is at". Such a body may only add or remove constant ranges and may not
-change what it iterates or tests (checked: else the code is not in the form). The claims are
-then quantifier-free in ``x`` and, ``x`` being free, hold at every offset.
+"x is in the pair it is at". Such a body may only read and add or remove its innermost loop's
+own pair, and may not change what it iterates or tests, set a number, a local or a whole union,
+call the summaries' context or return (checked: else the code is not in the form). The claims
+are then quantifier-free in ``x`` and, ``x`` being free, hold at every offset.
 
 Taken at their documented meaning (not read back here): :class:`IntervalUnion`'s methods
 (``tests/test_ledger_index.py`` tests them), and :class:`~tailguard.runtime.lineage.SummaryContext`'s

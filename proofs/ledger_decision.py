@@ -593,13 +593,13 @@ def _decided(name: str, compute: Callable[[], Result]) -> Result:
 )
 def ledger_decision_is_the_checkers(spec: Spec | None = None, source: str | None = None,
                                     events: dict[str, str] | None = None) -> Result:
-    if spec is None and source is None and events is None:
-        return _in_a_fresh_process()
+    if spec is None:
+        return _in_a_fresh_process(source, events)
     return _here(spec, source, events)
 
 
-def _in_a_fresh_process() -> Result:
-    """T19 on the project's code, run in a Python process of its own.
+def _in_a_fresh_process(source: str | None = None, events: dict[str, str] | None = None) -> Result:
+    """T19 on the project's code (or the given edited text of it), run in a Python process of its own.
 
     A fresh z3 context per query is not enough to make z3's answer independent of what the
     process ran before: given the very same query text, a part proved in a fresh process ran out
@@ -612,7 +612,8 @@ def _in_a_fresh_process() -> Result:
            "TAILGUARD_ROOT": str(root)}
     settings = {"solver": SETTINGS.solver, "rlimit": SETTINGS.rlimit, "cvc5_rlimit": SETTINGS.cvc5_rlimit}
     proc = subprocess.run([sys.executable, "-c", "import proofs.ledger_decision as m; m._child()"],
-                          input=json.dumps(settings), capture_output=True, text=True, cwd=root, env=env,
+                          input=json.dumps({"settings": settings, "source": source, "events": events}),
+                          capture_output=True, text=True, cwd=root, env=env,
                           check=False)
     try:
         out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -625,11 +626,12 @@ def _in_a_fresh_process() -> Result:
 
 
 def _child() -> None:
-    """The fresh process of :func:`_in_a_fresh_process`: settings on stdin, the result on stdout."""
-    settings = json.loads(sys.stdin.read())
+    """The fresh process of :func:`_in_a_fresh_process`: settings (and edited text) on stdin, the
+    result on stdout."""
+    given = json.loads(sys.stdin.read())
     _CLOCK.clear()
-    with solver_settings(**settings):
-        r = _here(None, None, None)
+    with solver_settings(**given["settings"]):
+        r = _here(None, given["source"], given["events"])
     print(json.dumps({"status": r.status, "detail": r.detail, "note": r.note, "solver_seconds": dict(_CLOCK)}))
 
 

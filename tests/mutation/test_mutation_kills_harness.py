@@ -71,6 +71,8 @@ def test_the_json_record_of_an_outcome() -> None:
         "id": "TZ", "title": "T", "kind": "witness", "status": "witness", "passed": True, "seconds": 1.2346,
         "solver_seconds": {"z3": 0.0123, "cvc5": 2.0}, "bound": "b", "detail": "d", "model": {"n": 1},
         "replay": {"decision": "allow"}, "note": "a note", "module": "mod"}
+    # a result says nothing more unless it has a note to give (prove prints a non-empty one)
+    assert theorems.Result("proved").note == ""
 
 
 def test_the_prove_command_line() -> None:

@@ -96,6 +96,18 @@ def test_a_witness_the_checker_disagrees_with_fails(monkeypatch: pytest.MonkeyPa
     assert code == 1 and json.loads(out)["theorems"][0]["status"] == "mismatch"
 
 
+def test_a_passing_result_prints_its_note(scratch_theorem: str) -> None:
+    """A note (such as the parts one solver decided alone) is printed even when the theorem holds."""
+    @theorem(scratch_theorem, "holds with a note", "x")
+    def noted() -> Result:
+        return Result("proved", detail="2 parts", note="1 of 2 parts decided by z3 alone")
+
+    code, out, _ = run_cli("prove", "--only", scratch_theorem)
+    assert code == 0 and "\n          note: 1 of 2 parts decided by z3 alone\n" in out, out
+    code, out, _ = run_cli("prove", "--only", scratch_theorem, "--format", "json")
+    assert code == 0 and json.loads(out)["theorems"][0]["note"] == "1 of 2 parts decided by z3 alone"
+
+
 def test_a_crashing_proof_fails(scratch_theorem: str) -> None:
     @theorem(scratch_theorem, "crashes on purpose", "nothing")
     def crashes() -> Result:

@@ -2,14 +2,15 @@
 """Run the ledger's semantic mutants (tests/mutation/semantic_ledger.toml) against `prove` and
 the fast tests (issue 32; docs/verification.md, "The ledger's semantic mutants").
 
-    python tools/ledger_mutants.py [--only ID ...] [--no-prove] [--markdown]
+    python tools/ledger_mutants.py [--only ID ...] [--no-prove] [--theorem T ...] [--no-tests] [--markdown]
 
 For each mutant: copy the checkout's files (tracked and untracked, not ignored) to a scratch
 directory, apply the one edit (its ``old`` text must occur exactly once), then run
 ``python -m tailguard prove`` there and pytest on the mutant's tests (``-x``, a JUnit report
 read back for the first failing test and its time). A mutant is killed when either fails.
 One mutant at a time, at low priority: the machine is shared. Exit 0 when every mutant is
-killed, 1 when one survives, 2 bad input.
+killed, 1 when one survives, 2 bad input. ``--theorem`` runs only those theorems (``prove
+--only``), ``--no-tests`` no pytest: for a quick look at what one theorem kills.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def apply(dest: Path, m: dict[str, object]) -> None:
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
-def run_one(m: dict[str, object], default_tests: list[str], *, prove: bool) -> Result:
+def run_one(m: dict[str, object], default_tests: list[str], *, prove: bool, theorems: list[str] | None = None,
+            tests_too: bool = True) -> Result:
     with tempfile.TemporaryDirectory(prefix="tg-mutant-") as tmp:
         dest = Path(tmp)
         copy_checkout(dest)
@@ -81,11 +83,14 @@ def run_one(m: dict[str, object], default_tests: list[str], *, prove: bool) -> R
         p_rc, p_s = -1, 0.0
         if prove:
             t0 = time.perf_counter()
-            p = subprocess.run(["nice", "-n", "15", sys.executable, "-m", "tailguard", "prove"], cwd=dest,
+            only = ["--only", *theorems] if theorems else []
+            p = subprocess.run(["nice", "-n", "15", sys.executable, "-m", "tailguard", "prove", *only], cwd=dest,
                                env=env, capture_output=True, text=True, timeout=900)
             p_s = time.perf_counter() - t0
             p_rc = p.returncode
             failed = [ln.split()[1] for ln in p.stdout.splitlines() if ln.startswith("FAIL")]
+        if not tests_too:
+            return Result(str(m["id"]), str(m["what"]), failed, p_rc, p_s, None, None, 0)
         tests = [str(t) for t in m.get("tests", default_tests)]  # type: ignore[attr-defined]
         xml = dest / "junit.xml"
         t = subprocess.run(["nice", "-n", "15", sys.executable, "-m", "pytest", "-x", "-p", "no:cacheprovider",
@@ -106,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", action="append", default=[], help="a mutant id (repeatable)")
     ap.add_argument("--no-prove", action="store_true", help="run only the tests")
+    ap.add_argument("--theorem", action="append", default=[], help="run only this theorem (repeatable)")
+    ap.add_argument("--no-tests", action="store_true", help="run only prove")
     ap.add_argument("--markdown", action="store_true", help="print the docs/verification.md table")
     args = ap.parse_args(argv)
     default_tests, mutants = load()
@@ -118,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     survivors = 0
     rows: list[Result] = []
     for m in chosen:
-        r = run_one(m, default_tests, prove=not args.no_prove)
+        r = run_one(m, default_tests, prove=not args.no_prove, theorems=args.theorem, tests_too=not args.no_tests)
         rows.append(r)
         killed = r.prove_rc not in (0, -1) or r.tests_rc != 0
         survivors += not killed

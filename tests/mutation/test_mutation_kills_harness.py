@@ -65,12 +65,14 @@ def test_a_crashing_proof_is_unknown_naming_the_exception_and_timed() -> None:
 
 
 def test_the_json_record_of_an_outcome() -> None:
-    result = theorems.Result("witness", "d", {"n": 1}, {"decision": "allow"})
+    result = theorems.Result("witness", "d", {"n": 1}, {"decision": "allow"}, "a note")
     out = theorems.Outcome(_theorem("witness"), result, 1.234567, {"z3": 0.0123456, "cvc5": 2.0})
     assert out.to_json() == {
         "id": "TZ", "title": "T", "kind": "witness", "status": "witness", "passed": True, "seconds": 1.2346,
         "solver_seconds": {"z3": 0.0123, "cvc5": 2.0}, "bound": "b", "detail": "d", "model": {"n": 1},
-        "replay": {"decision": "allow"}, "module": "mod"}
+        "replay": {"decision": "allow"}, "note": "a note", "module": "mod"}
+    # a result says nothing more unless it has a note to give (prove prints a non-empty one)
+    assert theorems.Result("proved").note == ""
 
 
 def test_the_prove_command_line() -> None:

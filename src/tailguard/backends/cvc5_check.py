@@ -63,7 +63,7 @@ def available() -> bool:
 
 def smtlib(assertions: Sequence[Any]) -> str:
     """The query as an SMT-LIB 2.6 script: declarations, assertions, ``(check-sat)``."""
-    s = z3.Solver()
+    s = z3.Solver(ctx=next((a.ctx for a in assertions if z3.is_expr(a)), None))
     s.add(*assertions)
     return _NEEDS_QUOTES.sub(r"|\1|", s.to_smt2())
 

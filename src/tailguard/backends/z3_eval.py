@@ -27,6 +27,9 @@ class Settings:
     solver: Solvers = "z3"
     rlimit: int = DEFAULT_RLIMIT
     cvc5_rlimit: int | None = None  # None: cvc5_check.DEFAULT_CVC5_RLIMIT
+    #: decide each query in a z3 context of its own (its terms translated there), so that its
+    #: answer does not depend on what this process built before it (z3's search follows term ids)
+    isolate: bool = False
 
 
 SETTINGS = Settings()
@@ -34,9 +37,11 @@ SETTINGS = Settings()
 
 @contextmanager
 def solver_settings(*, solver: Solvers | None = None, rlimit: int | None = None,
-                    cvc5_rlimit: int | None = None) -> Iterator[Settings]:
-    """Run the enclosed queries with another solver or budget, then restore the settings."""
+                    cvc5_rlimit: int | None = None, isolate: bool | None = None) -> Iterator[Settings]:
+    """Run the enclosed queries with another solver, budget or isolation, then restore the settings."""
     saved = replace(SETTINGS)
+    if isolate is not None:
+        SETTINGS.isolate = isolate
     if solver is not None:
         SETTINGS.solver = solver
     if rlimit is not None:
@@ -47,17 +52,26 @@ def solver_settings(*, solver: Solvers | None = None, rlimit: int | None = None,
         yield SETTINGS
     finally:
         SETTINGS.solver, SETTINGS.rlimit, SETTINGS.cvc5_rlimit = saved.solver, saved.rlimit, saved.cvc5_rlimit
+        SETTINGS.isolate = saved.isolate
 
 
-def _solver(rlimit: int) -> Any:
-    s = z3.Solver()
+def _solver(rlimit: int, ctx: Any = None) -> Any:
+    s = z3.Solver(ctx=ctx)
     s.set("rlimit", rlimit)
     return s
 
 
+def isolated(assertions: list[Any]) -> list[Any]:
+    """``assertions`` translated into a new z3 context: the same formulas, numbered afresh."""
+    ctx = z3.Context()
+    return [z3.BoolVal(a, ctx) if isinstance(a, bool) else a.translate(ctx) for a in assertions]
+
+
 def _z3(assertions: list[Any], rlimit: int) -> tuple[str, Any, str]:
     start = time.perf_counter()
-    s = _solver(rlimit)
+    if SETTINGS.isolate:
+        assertions = isolated(assertions)
+    s = _solver(rlimit, assertions[0].ctx if assertions and z3.is_expr(assertions[0]) else None)
     s.add(*assertions)
     r = s.check()
     charge("z3", time.perf_counter() - start)
@@ -72,6 +86,8 @@ def _cvc5(assertions: list[Any]) -> tuple[str, str]:
     from tailguard.backends import cvc5_check
 
     start = time.perf_counter()
+    if SETTINGS.isolate:
+        assertions = isolated(assertions)
     try:
         answer = cvc5_check.decide(assertions, **({"rlimit": SETTINGS.cvc5_rlimit} if SETTINGS.cvc5_rlimit else {}))
     finally:

@@ -104,6 +104,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 print(f"          bounded: {thm.bound}", file=stdout)
             if outcome.result.detail and not outcome.passed:
                 print(f"          {outcome.result.detail}", file=stdout)
+            if outcome.result.note:
+                print(f"          note: {outcome.result.note}", file=stdout)
             if outcome.result.model is not None:
                 print(f"          case: {json.dumps(outcome.result.model)}", file=stdout)
     failed = [o for o in outcomes if not o.passed]

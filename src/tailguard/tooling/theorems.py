@@ -41,12 +41,15 @@ class Result:
     gave opposite answers to one query), ``unknown`` (budget exhausted; ``detail`` says which budget).
     ``model`` is a JSON-ready dict, normally a case in the ``tailguard check`` format.
     ``replay`` records what the concrete checker said about the model, when replayed.
+    ``note``: what a passing result must still say (``tailguard prove`` prints it), such as the
+    parts of a theorem that one solver decided alone under ``--solver both``.
     """
 
     status: Status
     detail: str = ""
     model: dict[str, Any] | None = None
     replay: dict[str, Any] | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class Outcome:
             "detail": self.result.detail,
             "model": self.result.model,
             "replay": self.result.replay,
+            "note": self.result.note,
             "module": self.theorem.module,
         }
 

@@ -11,6 +11,7 @@ lost. CI runs this file in ``.venvs/py3.12-openhands`` (``.ci/versions``).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -61,11 +62,18 @@ class MarkerLLM(TestLLM):
 
     __test__ = False
 
-    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+    def answer(self, messages: list[Message]) -> None:
         prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
         marks = sorted(set(MARK.findall(prompt)), key=lambda m: int(m[2:-1]))
         self._scripted_responses.append(Message(role="assistant", content=[TextContent(text="S " + " ".join(marks))]))
+
+    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+        self.answer(messages)
         return super().completion(messages, *args, **kwargs)
+
+    async def acompletion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+        self.answer(messages)
+        return await super().acompletion(messages, *args, **kwargs)
 
 
 def summarizer(max_size: int = 10, keep_first: int = 2) -> LLMSummarizingCondenser:
@@ -110,24 +118,31 @@ class Run:
     state: ConversationState
     condenser: CondenserBase
     summaries: list[str] = field(default_factory=list)
-    decisions: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+    decisions: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
     def step(self, i: int, size: int) -> None:
-        """Append event ``i``, then condense the view as the agent does (the condensation, if
-        any, enters the event log)."""
-        self.state.append_event(event(i, size))
+        self.add(event(i, size))
+
+    asynchronous: bool = False
+
+    def add(self, ev: SdkEvent) -> None:
+        """Append ``ev``, then condense the view as the agent does (the condensation, if any,
+        enters the event log)."""
+        self.state.append_event(ev)
         with bind(self.state):
-            result = self.condenser.condense(self.state.view)
+            result = (asyncio.run(self.condenser.acondense(self.state.view)) if self.asynchronous
+                      else self.condenser.condense(self.state.view))
         if isinstance(result, Condensation):  # a summary's id is the random id of its condensation
             forgotten = ("summary" if x.endswith("-summary") else x for x in result.forgotten_event_ids)
-            self.decisions.append((i, tuple(sorted(forgotten))))
+            self.decisions.append((ev.id, tuple(sorted(forgotten))))
             if result.summary:
                 self.summaries.append(result.summary)
             self.state.append_event(result)
 
     def lost(self, count: int, spilled: str = "") -> set[str]:
-        view = "\n".join(c.text for m in LLMConvertibleEvent.events_to_messages(self.state.view.events)
-                         for c in m.content if isinstance(c, TextContent))
+        messages = LLMConvertibleEvent.events_to_messages(self.state.view.events)
+        view = "\n".join([c.text for m in messages for c in m.content if isinstance(c, TextContent)]
+                         + [t.arguments for m in messages for t in m.tool_calls or []])
         held = set(MARK.findall(view + "\n".join(self.summaries) + spilled))
         return {f"<M{i}>" for i in range(count)} - held
 
@@ -180,6 +195,47 @@ def test_guarded_halt_refuses_exactly_there_naming_the_range(tmp_path: Path) -> 
     assert line["event"] == "refusal" and line["holes"] == [[0, 4]], line
     value = run.state.agent_state[STATE_KEY]
     assert value["session"] == str(run.state.id)
+
+
+def tool_call(i: int) -> list[SdkEvent]:
+    """A tool call whose marker is in its arguments (the SDK's ``think`` tool) and its result."""
+    from openhands.sdk.event import ActionEvent, ObservationEvent
+    from openhands.sdk.llm import MessageToolCall
+    from openhands.sdk.tool.builtins.think import ThinkAction, ThinkObservation
+
+    thought = f"write the file <M{i}>"
+    call = MessageToolCall(id=f"call-{i}", name="think", arguments=json.dumps({"thought": thought}),
+                           origin="completion")
+    action = ActionEvent(id=eid(i), thought=[TextContent(text="thinking")], action=ThinkAction(thought=thought),
+                         tool_name="think", tool_call_id=call.id, tool_call=call, llm_response_id=f"response-{i}")
+    return [action, ObservationEvent(id=eid(1000 + i), observation=ThinkObservation(), action_id=action.id,
+                                     tool_name="think", tool_call_id=call.id)]
+
+
+def tool_session(run: Run) -> None:
+    for i in range(30):
+        for ev in tool_call(i) if i == 4 else [event(i, 100)]:
+            run.add(ev)
+
+
+def test_a_tool_calls_arguments_are_lost_unguarded_refused_or_spilled_guarded(tmp_path: Path) -> None:
+    """The summarizer is shown an action without its arguments: the SDK loses them; the guard
+    halts at the first condensation that forgets the call, or spills it."""
+    plain = Run(new_state(tmp_path / "plain"), summarizer())
+    tool_session(plain)
+    assert plain.lost(30) == {"<M4>"}
+    halted = Run(new_state(tmp_path / "halt"), guarded(tmp_path / "halt"))
+    with pytest.raises(UnrecoverableCompactionError, match=r"evicted offsets \[0, 3\)"):
+        tool_session(halted)  # the call is offset 2 (events 2, 3 before it)
+    assert halted.decisions == []
+    cond = guarded(tmp_path / "spill", on_refuse="spill", store=str(tmp_path / "spill" / "spills"))
+    spilled = Run(new_state(tmp_path / "spill"), cond)
+    tool_session(spilled)
+    guard = cond.session_guard(spilled.state.id)
+    assert guard is not None and cond.spill_store is not None
+    back = [e for _, h in guard.spills for e in events_from_spill(cond.spill_store, h)]
+    args = "".join(t.arguments for e in back for t in e.to_llm_message().tool_calls or [])
+    assert spilled.lost(30, args) == set() and "<M4>" in args
 
 
 def test_a_guard_that_trusts_the_preview_lets_the_loss_through(tmp_path: Path, monkeypatch: Any) -> None:
@@ -280,6 +336,18 @@ def test_a_restart_decides_as_an_uninterrupted_run(tmp_path: Path) -> None:
         assert parted.lost(len(SIZES), "".join(parted.summaries)) == whole.lost(len(SIZES), "".join(whole.summaries))
 
 
+def test_the_async_path_decides_as_the_sync_one(tmp_path: Path) -> None:
+    cid = uuid.uuid4()
+    sync, sync_log = spill_run(tmp_path / "sync", None, cid)
+    run = Run(new_state(tmp_path / "async", cid),
+              guarded(tmp_path / "async", on_refuse="spill", store=str(tmp_path / "async" / "spills")),
+              asynchronous=True)
+    for i, size in enumerate(SIZES):
+        run.step(i, size)
+    assert run.decisions == sync.decisions and len(run.decisions) >= 3
+    assert normalized_log(log_of(tmp_path / "async")) == sync_log
+
+
 def test_a_restart_from_a_stale_state_is_refused(tmp_path: Path) -> None:
     cond = guarded(tmp_path)
     run = Run(new_state(tmp_path), cond)
@@ -319,6 +387,25 @@ def test_two_conversations_through_one_condenser_never_mix(tmp_path: Path) -> No
     ga, gb = shared.session_guard(a.state.id), shared.session_guard(b.state.id)
     assert ga is not None and gb is not None and ga.ledger is not gb.ledger
     assert gb.ledger.refusals == 0 and ga.ledger.refusals > 0  # only a's long event was refused (then spilled)
+
+
+def test_a_conversation_condensed_before_the_guard_is_adopted(tmp_path: Path) -> None:
+    state = new_state(tmp_path)
+    before = Run(state, summarizer())
+    for i in range(11):  # one unguarded condensation: events 2..8 forgotten
+        before.step(i, 100)
+    assert len(before.decisions) == 1
+    with pytest.raises(AdapterError, match="on_unknown_history='refuse'"):
+        Run(state, guarded(tmp_path / "refusing", on_unknown_history="refuse")).step(11, 100)
+    after = Run(state, guarded(tmp_path), before.summaries)
+    for i in range(12, 40):
+        after.step(i, 100)
+    assert len(after.decisions) >= 3 and after.lost(40) == set()
+    lines = [json.loads(x) for x in log_of(tmp_path).read_text().splitlines()]
+    adopt = [x for x in lines if x["event"] == "adopt"]
+    assert len(adopt) == 1 and adopt[0]["range"] == [0, 7], adopt
+    code, report = audit_json(log_of(tmp_path))
+    assert (code, report["violations"], report["refusals"]) == (0, 0, 0), report
 
 
 def test_unbound_condense_fails_with_a_clear_error(tmp_path: Path) -> None:

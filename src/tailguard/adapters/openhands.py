@@ -290,9 +290,13 @@ class GuardedCondenser(CondenserBase):
                     result = self.inner.condense(view, agent_llm=agent_llm)
                 finally:
                     _recording.reset(token)
-                return self._decide(view, observed, result, prompts, sess)
-            finally:
-                self._persist(sess, state)
+                decided = self._decide(view, observed, result, prompts, sess)
+            except BaseException:
+                if not self._settle(sess):
+                    self._persist(sess, state)
+                raise
+            self._persist(sess, state)
+            return decided
 
     async def acondense(self, view: View, agent_llm: LLM | None = None) -> View | Condensation:
         state = self._bound()
@@ -307,9 +311,13 @@ class GuardedCondenser(CondenserBase):
                     result = await self.inner.acondense(view, agent_llm=agent_llm)
                 finally:
                     _recording.reset(token)
-                return self._decide(view, observed, result, prompts, sess)
-            finally:
-                self._persist(sess, state)
+                decided = self._decide(view, observed, result, prompts, sess)
+            except BaseException:
+                if not self._settle(sess):
+                    self._persist(sess, state)
+                raise
+            self._persist(sess, state)
+            return decided
 
     def _decide(self, view: View, observed: _Observed, result: View | Condensation, prompts: list[str],
                 sess: _Session) -> View | Condensation:
@@ -386,6 +394,17 @@ class GuardedCondenser(CondenserBase):
         self._sessions.remember(sid, sess)
         return sess
 
+    def _settle(self, sess: _Session) -> bool:
+        """A session this call started that failed before recording anything is dropped with its
+        log (the conversation keeps no guard state); True when it was."""
+        ledger = sess.guard.ledger
+        if sess.persisted is not None or ledger.history_end or ledger.refusals or ledger.summaries:
+            return False
+        self._sessions.forget(sess.sid)
+        sess.close()
+        self._logs.discard(sess.sid)
+        return True
+
     def _persist(self, sess: _Session, state: Any) -> None:
         """The session's state into ``state.agent_state`` (reassigned: the SDK autosaves it)."""
         value: dict[str, Any] = {
@@ -421,10 +440,13 @@ class GuardedCondenser(CondenserBase):
         for i, e in enumerate(rest):
             if isinstance(e, CondensationSummaryEvent):
                 if e.id not in known:
-                    if not (fresh and not entries and self._options.on_unknown_history == "adopt"):
-                        raise AdapterError(f"view event {len(sess.pinned) + i} is a summary the guard did not make "
-                                           f"({e.id}): only the first summary of a conversation the guard meets "
-                                           "first can be adopted (on_unknown_history='adopt')")
+                    where = f"view event {len(sess.pinned) + i} is a summary the guard did not make ({e.id})"
+                    if not (fresh and not entries):
+                        raise AdapterError(f"{where}: only the first summary of a conversation the guard meets "
+                                           "first can be adopted")
+                    if self._options.on_unknown_history == "refuse":
+                        raise AdapterError(f"{where}: it predates the guard and is not verified "
+                                           "(on_unknown_history='refuse'; 'adopt' records it as unverified)")
                     in_view = {x.id for x in events}
                     before = sum(1 for x in state.events if isinstance(x, LLMConvertibleEvent)
                                  and x.id not in in_view)

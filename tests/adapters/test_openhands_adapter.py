@@ -295,6 +295,54 @@ def test_defer_keeps_the_view_and_logs_the_refusal(tmp_path: Path) -> None:
     assert '"event": "refusal"' in log_of(tmp_path).read_text()
 
 
+# -- runtime and config agree (brief 6d) ----------------------------------------------------
+
+AGREEMENT = Path(__file__).resolve().parent / "data" / "openhands_agreement.toml"
+
+
+def test_the_adapter_never_refuses_a_session_the_preset_calls_safe(tmp_path: Path) -> None:
+    """``check-config`` calls these knobs safe (test_openhands_agreement.py: events of at most
+    500 characters, the SDK's preview); the guard (the policy's floor, halt) then allows every
+    condensation of sessions of that shape on the real SDK, and the marker oracle agrees."""
+    import tomllib
+
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from tailguard.pipeline.policy import parse_policy
+
+    source = AGREEMENT.read_text()
+    parse_policy(source, AGREEMENT.name)  # the file is a valid policy
+    knobs = tomllib.loads(source)
+    lo, hi = knobs["turn_tokens"]
+    fw = knobs["framework"]
+    serial = iter(range(10**6))
+
+    @settings(max_examples=12, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(sizes=st.lists(st.integers(lo, hi), min_size=1, max_size=45))
+    def session(sizes: list[int]) -> None:
+        root = tmp_path / f"s{next(serial)}"
+        cond = GuardedCondenser(inner=summarizer(fw["max_size"], fw["keep_first"]), log=str(root / "logs") + "/",
+                                recovery_floor_span=knobs["floor"])
+        run = Run(new_state(root), cond)
+        for i, size in enumerate(sizes):
+            run.step(i, size)
+        assert run.lost(len(sizes)) == set()
+        assert len(sizes) <= fw["max_size"] or run.decisions
+
+    session()
+
+
+def test_past_the_preview_the_guard_refuses_what_the_check_calls_unsafe(tmp_path: Path) -> None:
+    """The other direction: one event past the preview (the agreement file without
+    ``max_event_chars``: unsafe) is refused by the guard; unguarded, the SDK loses it
+    (test_unguarded_the_sdk_loses_a_long_events_marker)."""
+    run = Run(new_state(tmp_path), guarded(tmp_path, recovery_floor_span=2))
+    with pytest.raises(UnrecoverableCompactionError, match="no_hole"):
+        for i, size in enumerate([100] * 5 + [501] + [100] * 10):
+            run.step(i, size)
+
+
 # -- sessions: restart, two conversations ---------------------------------------------------
 
 def normalized_log(path: Path) -> list[dict[str, Any]]:

@@ -152,7 +152,7 @@ SIZES[5] = 600  # past N_CHAR_PREVIEW: the summarizer sees it cut, its marker lo
 
 
 def guarded(tmp: Path, **kw: Any) -> GuardedCondenser:
-    return GuardedCondenser(inner=summarizer(), log=str(tmp / "logs") + "/", **kw)
+    return GuardedCondenser(**{"inner": summarizer(), "log": str(tmp / "logs") + "/", **kw})
 
 
 def audit_json(path: Path) -> tuple[int, dict[str, Any]]:
@@ -557,6 +557,22 @@ def test_the_condenser_round_trips_through_the_agents_json(tmp_path: Path) -> No
     assert isinstance(back.condenser, GuardedCondenser)
     assert back.condenser.options == cond.options
     assert isinstance(back.condenser.inner, PipelineCondenser)
+
+
+def test_a_copied_summarizer_llm_is_recorded_as_itself(tmp_path: Path) -> None:
+    """``model_copy`` copies the recording wrapper with the LLM's ``__dict__``: the copy must be
+    watched anew (its calls its own), or the guard would record nothing and refuse everything."""
+    inner = summarizer()
+    cond = guarded(tmp_path, inner=inner)
+    run = Run(new_state(tmp_path), cond)
+    run.step(0, 100)  # the first call watches the summarizer's LLM
+    old = inner.llm
+    inner.llm = old.model_copy()
+    calls = (old.call_count, inner.llm.call_count)
+    for i in range(1, 30):
+        run.step(i, 100)
+    assert len(run.decisions) >= 3 and run.lost(30) == set()
+    assert (old.call_count, inner.llm.call_count) == (calls[0], calls[1] + len(run.decisions))
 
 
 def test_bad_fields_are_refused_when_built(tmp_path: Path) -> None:

@@ -142,9 +142,9 @@ def _record(messages: Any) -> None:
 def _watch(llm: LLM) -> None:
     """Record the prompts of ``llm``'s ``generate``/``agenerate`` while the guard runs ``inner``
     (an instance attribute shadowing the method; outside a guarded call it only passes through)."""
-    if getattr(llm, "__dict__", {}).get("_tailguard_watched"):
-        return
-    sync, asynchronous = llm.generate, llm.agenerate
+    if getattr(llm, "__dict__", {}).get("_tailguard_watched") == id(llm):
+        return  # a copy of a watched LLM (model_copy copies __dict__) is watched anew
+    sync, asynchronous = type(llm).generate.__get__(llm), type(llm).agenerate.__get__(llm)
 
     @functools.wraps(sync)
     def generate(*args: Any, **kwargs: Any) -> Any:
@@ -158,7 +158,7 @@ def _watch(llm: LLM) -> None:
 
     object.__setattr__(llm, "generate", generate)
     object.__setattr__(llm, "agenerate", agenerate)
-    object.__setattr__(llm, "_tailguard_watched", True)
+    object.__setattr__(llm, "_tailguard_watched", id(llm))
 
 
 def _condensers(inner: CondenserBase) -> list[CondenserBase]:

@@ -47,7 +47,7 @@ from openhands.sdk.testing import TestLLM
 from openhands.sdk.workspace import LocalWorkspace
 
 from tailguard.adapters import openhands as oh_adapter
-from tailguard.adapters._guard import STEPS
+from tailguard.adapters._guard import STEPS, log_file_name
 from tailguard.adapters._offsets import AdapterError
 from tailguard.adapters.openhands import STATE_KEY, GuardedAgent, GuardedCondenser, bind, events_from_spill
 from tailguard.pipeline.presets.openhands import PRESET
@@ -454,6 +454,29 @@ def test_a_conversation_condensed_before_the_guard_is_adopted(tmp_path: Path) ->
     assert len(adopt) == 1 and adopt[0]["range"] == [0, 7], adopt
     code, report = audit_json(log_of(tmp_path))
     assert (code, report["violations"], report["refusals"]) == (0, 0, 0), report
+
+
+def test_conversations_in_parallel_threads_stay_apart(tmp_path: Path) -> None:
+    """One condenser, four conversations condensed from four threads at once: each decides as
+    it does alone (the bound state is per thread; a lock per conversation)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    shared = guarded(tmp_path / "shared", on_refuse="spill", store=str(tmp_path / "shared" / "spills"))
+    runs = [Run(new_state(tmp_path / f"c{k}"), shared) for k in range(4)]
+
+    def drive(run: Run) -> None:
+        for i, size in enumerate(SIZES):
+            run.step(i, size)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(drive, runs))
+    alone, alone_log = spill_run(tmp_path / "alone", None, runs[0].state.id)
+    for run in runs:
+        assert run.decisions == alone.decisions
+        guard = shared.session_guard(run.state.id)
+        assert guard is not None and guard.ledger.history_end == 28
+        log = tmp_path / "shared" / "logs" / log_file_name(str(run.state.id))
+        assert normalized_log(log)[1:] == alone_log[1:]  # the header names each its own session
 
 
 def test_unbound_condense_fails_with_a_clear_error(tmp_path: Path) -> None:

@@ -287,3 +287,13 @@ def test_the_docs_state_the_presets_versions() -> None:
 def test_the_package_face_exports_the_options() -> None:
     assert tailguard.adapters.GuardOptions is GuardOptions
     assert set(tailguard.adapters.__all__) == {"GuardOptions", "OnRefuse"}
+
+
+def test_the_docs_state_the_openhands_versions() -> None:
+    """The OpenHands SDK adapter runs only in its own 3.12 venv (tests/adapters/test_openhands_adapter.py
+    checks its SUPPORTED and ImportError there); its docs row is its preset's validated_on."""
+    from tailguard.pipeline.presets import openhands as oh_preset
+
+    text = (ROOT / "docs/integrations.md").read_text()
+    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `([\w-]+)` \|[^|]*\|([^|]*)\|", text, re.M)}
+    assert rows.get("openhands") == ", ".join(oh_preset.PRESET.validated_on)

@@ -23,8 +23,9 @@ decision taken where the brief is silent):
   does not fit, never what counts as seen: the verdict is the same with or without it.
 - **Argument clipping** (``clip_args``, spec 1.2, brief 6d): a clip changes no state (the
   framework keeps the original message and clips the view of every call); a turn it clips is a
-  hole at that append. The framework also counts the clipped view for the stages after it in the
-  same call; the model counts the turns whole, which can only differ after a first loss.
+  hole at that append, and the append ends there: the framework counts the clipped view (whose
+  size is the session's content) for the stages after it in the same call, and a clip is a loss
+  already, so nothing after it is modelled (the z3 encoding's later stages likewise need no clip).
 - **Spill** stages cover the first compact stage after them in the list. A successful write
   spills every candidate turn (spilled turns are never holes); the earlier summary is no
   lossless copy of anything, so spilling it protects nothing. A failed write halts the
@@ -343,7 +344,9 @@ def step(
                 occ = state.occupancy(policy, stage.unit)
                 found.append(Finding("overflow", i, number, (), f"{occ} {stage.unit} > {stage.limit}"))
         elif isinstance(stage, ClipArgs):
-            found.extend(_clip_args(policy, state, stage, i, number, events))
+            clipped = _clip_args(policy, state, stage, i, number, events)
+            if clipped:  # the rest of this call counts a clipped view the model cannot size
+                return [*found, *clipped]
         elif isinstance(stage, Compact):
             spill = modes.get(i)
             found.extend(_compact(policy, state, stage, i, number, events, profile,

@@ -68,8 +68,14 @@ HINT_FLOOR_INPUT = ("show the summarizer the tail too (input = \"all\"), or, if 
                     "--profile partitioned")
 
 
+HINT_ARGS_CLIPPED = ("switch argument clipping off (deepagents: truncate_args_settings = false), "
+                     "or raise its trigger or keep above what the context holds")
+
+
 def hint(f: Finding) -> str:
     """The fix sentence for a finding."""
+    if f.kind == "hole" and f.detail == ARGS_CLIPPED:
+        return HINT_ARGS_CLIPPED
     return HINT_FLOOR_INPUT if f.kind == "floor" and f.detail == FLOOR_INPUT else HINTS[f.kind]
 
 
@@ -179,8 +185,7 @@ def explain(policy: Policy, f: Finding) -> str:
     if f.kind == "hole" and f.detail == ARGS_CLIPPED:
         return f"{where} clips the tool-call arguments of {_ranges(f.offsets)} after append {f.step}: " \
                f"the model, the offload and the summarizer get only the clipped view, so the " \
-               f"arguments are held nowhere (keep them verbatim: raise its keep or trigger, or " \
-               f"switch argument clipping off)"
+               f"arguments are held nowhere"
     if f.kind == "hole":
         verb = "drops" if isinstance(policy.stages[f.stage], Truncate) else "hides from the summarizer"
         return f"{where} {verb} {_ranges(f.offsets)} after append {f.step}: never summarized"

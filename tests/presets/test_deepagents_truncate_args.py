@@ -299,12 +299,27 @@ def small_policies(draw: st.DrawFn) -> str:
     return SMALL.format(lo=36, hi=hi, trigger=trigger, keep=keep, settings=settings_)
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+RANDOM = settings(max_examples=8, deadline=None, derandomize=True,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@RANDOM
 @given(small_policies())
 def test_random_policies_agree_with_the_real_package(text: str) -> None:
     """Own random policies: every unsafe trace replays exactly on the real package; a safe
     verdict survives random sessions (which hit the clip's and the compaction's thresholds)."""
+    agree_with_the_real_package(text)
+
+
+@pytest.mark.slow
+@settings(RANDOM, max_examples=60)
+@given(small_policies())
+def test_random_policies_agree_with_the_real_package_long(text: str) -> None:
+    """``pytest -m slow tests/presets/test_deepagents_truncate_args.py`` (about 4 minutes)."""
+    agree_with_the_real_package(text)
+
+
+def agree_with_the_real_package(text: str) -> None:
     policy = parse_policy(text, "p.toml")
     decision = decide(policy, Budget())
     if decision.verdict == "unsafe":
@@ -314,6 +329,24 @@ def test_random_policies_agree_with_the_real_package(text: str) -> None:
     values = knobs_of(text)
     for sizes, counts in sessions(policy, 3, 40, seed=len(text)):
         assert run_real(policy, values, sizes, counts)[-1] == set(), (sizes, counts)
+
+
+@pytest.mark.parametrize(("trigger", "keep", "clip"), [
+    ('["messages", 12]', '["messages", 20]', '{trigger = ["messages", 8], keep = ["messages", 40], max_length = 200}'),
+    ('["messages", 12]', '["messages", 4]', '{trigger = ["messages", 30], keep = ["messages", 4], max_length = 200}'),
+])
+def test_a_safe_policy_with_clipping_on_survives_random_sessions(trigger: str, keep: str, clip: str) -> None:
+    """Clipping on, yet safe: its keep holds more than the context ever does, or its trigger is
+    above it. Random sessions on the real package (clipping on) lose nothing; a lower clip keep
+    or trigger makes the same policy unsafe, and its trace replays."""
+    text = SMALL.format(lo=36, hi=150, trigger=trigger, keep=keep, settings=clip)
+    policy = parse_policy(text, "p.toml")
+    assert decide(policy, Budget()).verdict == "safe"
+    for sizes, counts in sessions(policy, 3, 40, seed=3):
+        assert run_real(policy, knobs_of(text), sizes, counts)[-1] == set(), (sizes, counts)
+    tighter = text.replace('keep = ["messages", 40]', 'keep = ["messages", 6]').replace(
+        'trigger = ["messages", 30]', 'trigger = ["messages", 10]')
+    check_trace(tighter)
 
 
 def test_the_repaired_example_survives_random_sessions() -> None:

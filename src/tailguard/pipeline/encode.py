@@ -58,7 +58,8 @@ def shape_of(policy: Policy) -> Shape:
         if isinstance(s, Truncate):
             units.add(s.unit)
         elif isinstance(s, ClipArgs):
-            units |= {s.trigger_unit, s.keep_unit}
+            if s.min_tokens <= policy.turn_max:
+                units |= {s.trigger_unit, s.keep_unit}
         elif isinstance(s, Compact):
             units |= {*s.trigger_units, s.keep_unit}
             if s.input_limit > 0:
@@ -67,8 +68,13 @@ def shape_of(policy: Policy) -> Shape:
                 placement = True
                 dropping = dropping or s.input_limit > 0
     messages = "messages" in units
-    clip = any(isinstance(s, ClipArgs) for s in policy.stages)
-    return Shape(messages, messages or placement, dropping, clip)
+    return Shape(messages, messages or placement, dropping, bool(live_clips(policy)))
+
+
+def live_clips(policy: Policy) -> list[ClipArgs]:
+    """The ``clip_args`` stages some turn can reach (``min_tokens`` at most ``turn_max``): the
+    others never clip and are encoded as nothing."""
+    return [s for s in policy.stages if isinstance(s, ClipArgs) and s.min_tokens <= policy.turn_max]
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,8 @@ def tokens_matter(policy: Policy) -> bool:
     if policy.floor_unit == "tokens" or policy.window:
         return True
     for s in policy.stages:
-        if isinstance(s, Truncate) and s.unit == "tokens" or isinstance(s, ClipArgs):
+        if isinstance(s, Truncate) and s.unit == "tokens" or \
+                isinstance(s, ClipArgs) and s.min_tokens <= policy.turn_max:
             return True  # a clip_args stage reads every turn's size (min_tokens)
         if isinstance(s, Compact) and (
             "tokens" in (*s.trigger_units, s.keep_unit)
@@ -125,11 +132,11 @@ def needed_window(policy: Policy) -> int:
     if not tokens_matter(policy) and not shape_of(policy).messages:
         return 0
     width = 1
-    for s in policy.stages:
-        if isinstance(s, Compact | ClipArgs):
-            per_turn = {"turns": 0, "tokens": policy.turn_min,
-                        "messages": policy.messages_per_turn[0]}[s.keep_unit]
-            width = max(width, s.keep if s.keep_unit == "turns" else s.keep // per_turn + 1)
+    tails: list[Compact | ClipArgs] = [s for s in policy.stages if isinstance(s, Compact)]
+    for s in [*tails, *live_clips(policy)]:
+        per_turn = {"turns": 0, "tokens": policy.turn_min,
+                    "messages": policy.messages_per_turn[0]}[s.keep_unit]
+        width = max(width, s.keep if s.keep_unit == "turns" else s.keep // per_turn + 1)
     return width
 
 
@@ -255,7 +262,7 @@ def encode_step(
         w=tuple(z3.If(pin, a, b) for a, b in zip(st.w, shifted, strict=True)),
     )
     if st.G is not None:  # the turn leaving the window (none while it widens), or x itself
-        floor = min(s.min_tokens for s in policy.stages if isinstance(s, ClipArgs))
+        floor = min(s.min_tokens for s in live_clips(policy))
         leaves = z3.And(st.L >= width, st.w[width - 1] >= floor) if width else x >= floor
         cur = replace(cur, G=z3.If(z3.And(z3.Not(pin), leaves), 1, st.G))
     inputs: list[Z] = [x]
@@ -277,15 +284,18 @@ def encode_step(
             bad.append((i, z3.And(*conds, over)))
             conds.append(z3.Not(over))
             continue
+        if isinstance(stage, ClipArgs) and stage.min_tokens > policy.turn_max:
+            continue  # no turn can hold a clippable argument: it never clips
         if isinstance(stage, ClipArgs):
             tail, extra, ok = _tail(policy, stage, cur, f"{tag}_{i}")
             inputs += extra
             input_ok += ok
             kc = tail["turns"]
             big = [z3.And(j >= kc, j < cur.L, wj >= stage.min_tokens) for j, wj in enumerate(cur.w)]
-            # outside the window: G (exact when the window holds every tail, as BMC's does)
+            # outside the window: G, when the clip's tail leaves some turn out (exact when the
+            # window holds every tail, as BMC's does; else an over-approximation)
             clips = z3.And(occupancy(policy, cur, stage.trigger_unit) >= stage.trigger,
-                           z3.Or(*big, cur.G == 1))
+                           z3.Or(*big, z3.And(cur.G == 1, kc < cur.L)))
             bad.append((i, z3.And(*conds, clips)))
             conds.append(z3.Not(clips))
             continue

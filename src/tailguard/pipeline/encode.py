@@ -115,8 +115,8 @@ def tokens_matter(policy: Policy) -> bool:
     if policy.floor_unit == "tokens" or policy.window:
         return True
     for s in policy.stages:
-        if isinstance(s, Truncate) and s.unit == "tokens" or \
-                isinstance(s, ClipArgs) and s.min_tokens <= policy.turn_max:
+        if (isinstance(s, Truncate) and s.unit == "tokens") or \
+                (isinstance(s, ClipArgs) and s.min_tokens <= policy.turn_max):
             return True  # a clip_args stage reads every turn's size (min_tokens)
         if isinstance(s, Compact) and (
             "tokens" in (*s.trigger_units, s.keep_unit)
@@ -201,7 +201,7 @@ def basic(policy: Policy, st: AState) -> Z:
     if st.U is not None:
         facts += [z3.Or(st.U == 0, st.U == 1), z3.Implies(st.U == 1, st.hs == 1)]
     if st.G is not None:
-        facts += [z3.Or(st.G == 0, st.G == 1), z3.Implies(st.G == 1, st.L > len(st.w))]
+        facts += [z3.Or(st.G == 0, st.G == 1), z3.Implies(st.G == 1, len(st.w) < st.L)]
     return z3.And(*facts)
 
 
@@ -263,7 +263,7 @@ def encode_step(
     )
     if st.G is not None:  # the turn leaving the window (none while it widens), or x itself
         floor = min(s.min_tokens for s in live_clips(policy))
-        leaves = z3.And(st.L >= width, st.w[width - 1] >= floor) if width else x >= floor
+        leaves = z3.And(width <= st.L, st.w[width - 1] >= floor) if width else x >= floor
         cur = replace(cur, G=z3.If(z3.And(z3.Not(pin), leaves), 1, st.G))
     inputs: list[Z] = [x]
     input_ok = [x >= lo, x <= hi]

@@ -181,11 +181,7 @@ def session_log(
         elif event.kind == "loss":
             assert event.finding is not None
             pending.append((event.finding, len(out)))
-        elif event.kind == "clip":  # as the adapters log a clip: a decision summarizing nothing
-            (t,) = event.data
-            compact_at.append(len(out))
-            out.append(_compaction(off(t), off(t), off(t), off(t)))
-        elif event.kind == "attempt":
+        elif event.kind in ("attempt", "clip"):  # a clip is logged as the adapters log it
             (t,) = event.data
             compact_at.append(len(out))
             out.append(_compaction(off(t), off(t), off(t), off(t)))

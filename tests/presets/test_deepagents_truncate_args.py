@@ -431,3 +431,17 @@ def test_explain_shows_the_translation() -> None:
     out = io.StringIO()
     assert main(["check-config", "--explain", str(REPAIRED)], stdout=out, stderr=io.StringIO()) == 0
     assert "truncate_args_settings = false\n" in out.getvalue() and "clip_args" not in out.getvalue()
+
+
+@pytest.mark.parametrize("window", [None, 200000])
+def test_the_defaults_are_compute_summarization_defaults(tmp_path: Path, window: int | None) -> None:
+    """Absent, the knob is what create_summarization_middleware (create_deep_agent's) sets, with
+    the class's max_length and truncation_text."""
+    text = HEAD + (f"window = {window}\n" if window else "")
+    values = knobs_of(text)
+    mw, _ = middleware(values, FilesystemBackend(root_dir=tmp_path, virtual_mode=True), factory=True)
+    ours = values["truncate_args_settings"]
+    assert (mw._truncate_args_trigger, mw._truncate_args_keep, mw._max_arg_length, mw._truncation_text) == \
+        (ours["trigger"], ours["keep"], ours["max_length"], ours["truncation_text"])
+    off = SummarizationMiddleware(Summarizer(messages=iter(())), backend=mw._backend, truncate_args_settings={})
+    assert off._truncate_args_trigger is None  # a table without trigger: off, as the preset reads it

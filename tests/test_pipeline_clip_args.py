@@ -134,3 +134,33 @@ def test_the_stage_is_parsed_with_errors_naming_the_key() -> None:
         parse_policy(text.replace("501", "0"))
     with pytest.raises(PolicyError, match=r"stage\.0\.min_token: unknown key"):
         parse_policy(text.replace("min_tokens", "min_token"))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(clip_policies(), st.lists(st.integers(1, 4), min_size=1, max_size=30), st.sampled_from(PROFILES))
+def test_model_and_audit_agree_up_to_the_first_loss(policy: Policy, raw: list[int], profile: Profile) -> None:
+    """Brief 6b's agreement with the runtime, for sessions with a ``clip_args`` stage: the
+    ``--emit-trace`` log (cut at the compaction or clip that judges the first loss) replayed by
+    the runtime ledger allows every compaction before it and refuses that one, the first loss's
+    holes among the holes it names."""
+    from tailguard.audit.replay import Verdict, replay as audit_replay
+    from tailguard.pipeline.trace import render_jsonl, session_log
+    from tailguard.runtime.eventlog import iter_events
+
+    sizes = [min(max(x, policy.turn_min), policy.turn_max) for x in raw]
+    log = session_log(policy, sizes, profile, extend=True)
+    verdicts = {v.line: v for v in audit_replay(iter_events(render_jsonl(log.lines).splitlines(), "<m>"),
+                                                profile=profile) if isinstance(v, Verdict)}
+    judged = [x for x in log.losses if x.compaction is not None]
+    first = min((x.compaction for x in judged), default=None)
+    for line, verdict in verdicts.items():
+        if first is None or line < first:
+            assert verdict.decision.allowed, (policy, sizes, line)
+    for loss in judged:
+        if loss.compaction != first:
+            continue
+        decision = verdicts[first].decision
+        assert not decision.allowed, (loss, policy, sizes)
+        if loss.finding.kind == "hole":
+            assert all(any(lo <= a and b <= hi for lo, hi in decision.holes) for a, b in loss.ranges), \
+                (loss, decision, policy, sizes)

@@ -216,8 +216,8 @@ def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
             if s.unit not in caps or s.limit < caps[s.unit][0]:
                 caps[s.unit] = (s.limit, i)
             continue
-        if isinstance(s, Spill):
-            continue  # a spill writes, and changes no occupancy
+        if isinstance(s, Spill | ClipArgs):
+            continue  # a spill writes and a clip changes the view: neither changes occupancy
         # every clause must be blocked (each by one of its thresholds) for the stage to be
         # unreachable; the note names the blocking of the first clause
         blocked: list[Finding] = []

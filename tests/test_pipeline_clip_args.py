@@ -164,3 +164,24 @@ def test_model_and_audit_agree_up_to_the_first_loss(policy: Policy, raw: list[in
         if loss.finding.kind == "hole":
             assert all(any(lo <= a and b <= hi for lo, hi in decision.holes) for a, b in loss.ranges), \
                 (loss, decision, policy, sizes)
+
+
+def test_the_schema_describes_the_stage() -> None:
+    """``spec/policy.schema.json`` accepts a clip_args stage as the parser reads it and rejects
+    one without ``min_tokens`` or with ``min_tokens = 0``, as the parser does."""
+    import tomllib
+    from pathlib import Path
+
+    import jsonschema
+
+    root = Path(__file__).resolve().parents[1]
+    validator = jsonschema.Draft202012Validator(json.loads((root / "spec" / "policy.schema.json").read_text()))
+    text = ('name = "p"\nturn_tokens = [1, 9]\nfloor = 0\nfloor_unit = "tokens"\n[[stage]]\n'
+            'kind = "clip_args"\ntrigger_unit = "tokens"\ntrigger = ["fraction", 0.85]\nkeep_unit = "messages"\n'
+            'keep = 20\nmin_tokens = 501\n')
+    data = tomllib.loads(text)
+    validator.validate({**data, "window": 1000})
+    parse_policy(text.replace('name = "p"', 'name = "p"\nwindow = 1000'))
+    stage = data["stage"][0]
+    for bad in ({k: v for k, v in stage.items() if k != "min_tokens"}, {**stage, "min_tokens": 0}):
+        assert not validator.is_valid({**data, "window": 1000, "stage": [bad]}), bad

@@ -315,7 +315,7 @@ def test_random_policies_agree_with_the_real_package(text: str) -> None:
 @settings(RANDOM, max_examples=60)
 @given(small_policies())
 def test_random_policies_agree_with_the_real_package_long(text: str) -> None:
-    """``pytest -m slow tests/presets/test_deepagents_truncate_args.py`` (about 4 minutes)."""
+    """``pytest -m slow tests/presets/test_deepagents_truncate_args.py`` (about 3.5 minutes)."""
     agree_with_the_real_package(text)
 
 

@@ -65,7 +65,8 @@ def knobs(draw: st.DrawFn) -> dict[str, Any]:
 def toml_knobs(k: dict[str, Any]) -> str:
     trim = "false" if k["trim"] is None else k["trim"]
     return (f'trigger = ["{k["trigger"][0]}", {k["trigger"][1]}]\nkeep = ["{k["keep"][0]}", {k["keep"][1]}]\n'
-            f'trim_tokens_to_summarize = {trim}\nsummary_tokens = {k["summary_tokens"]}\n')
+            f'trim_tokens_to_summarize = {trim}\nsummary_tokens = {k["summary_tokens"]}\n'
+            'truncate_args_settings = false\n')  # the class's default (None); the factory's is on
 
 
 def offloaded(root: Path) -> str:

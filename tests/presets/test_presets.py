@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tailguard.cli.main import main
-from tailguard.pipeline.policy import PolicyError, parse_policy
+from tailguard.pipeline.policy import ClipArgs, PolicyError, parse_policy
 from tailguard.pipeline.presets import PRESETS, find
 from tests.presets.harness import REQUIRE
 
@@ -106,11 +106,14 @@ def test_langchain_never_compacts_by_default() -> None:
 def test_deepagents_defaults_follow_the_profile() -> None:
     with_window = parse_policy(HEAD + '[framework]\nname = "deepagents.SummarizationMiddleware"\nwindow = 200000\n')
     without = parse_policy(HEAD + '[framework]\nname = "deepagents.SummarizationMiddleware"\n')
-    spill, compact = with_window.stages
+    clip, spill, compact = with_window.stages
     assert spill.kind == "spill" and spill.on_failure == "proceed"  # type: ignore[union-attr]
     assert (compact.trigger, compact.keep, compact.keep_unit) == (170000, 20000, "tokens")  # type: ignore[union-attr]
-    assert (without.stages[1].trigger, without.stages[1].keep, without.stages[1].keep_unit) == \
+    assert (without.stages[2].trigger, without.stages[2].keep, without.stages[2].keep_unit) == \
         (170000, 6, "messages")  # type: ignore[union-attr]
+    # compute_summarization_defaults' truncate_args_settings, before the offload
+    assert clip == ClipArgs("tokens", 170000, "tokens", 20000, 501, line=clip.line)
+    assert without.stages[0] == ClipArgs("messages", 20, "messages", 20, 501, line=clip.line)
 
 
 def test_explain_prints_the_translation_text_and_json() -> None:
@@ -143,7 +146,7 @@ def test_no_policy_and_no_list_is_an_error() -> None:
 EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.md)
     "langchain-defaults.toml": ("unsafe", {"hole"}),
     "langchain-repaired.toml": ("safe", set()),
-    "deepagents-defaults.toml": ("unsafe", {"floor"}),
+    "deepagents-defaults.toml": ("unsafe", {"hole"}),  # truncate_args_settings clips first
     "deepagents-repaired.toml": ("safe", set()),
     "langmem-defaults.toml": ("unsafe", {"floor", "hole"}),
     "langmem-repaired.toml": ("safe", set()),

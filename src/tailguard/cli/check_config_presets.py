@@ -23,7 +23,7 @@ def _toml_value(value: Any) -> str:
         return json.dumps(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):  # an inline table (trigger clauses)
+    if isinstance(value, dict):  # an inline table (trigger clauses, truncate_args_settings)
         return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
     return str(value)
 

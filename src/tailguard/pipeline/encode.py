@@ -31,7 +31,7 @@ from typing import Any
 import z3
 
 from tailguard.pipeline.model import DEFAULT_PROFILE, Profile, spill_modes
-from tailguard.pipeline.policy import Compact, Policy, Truncate
+from tailguard.pipeline.policy import ClipArgs, Compact, Policy, Truncate
 
 Z = Any  # z3 expressions are untyped
 
@@ -43,6 +43,7 @@ class Shape:
     messages: bool = False  # pm, M, wm: some check counts messages
     summary_flag: bool = False  # hs: messages occupancy or a ``message`` placement reads it
     unspilled: bool = False  # U: a ``message`` placement with an input limit reads it
+    clip: bool = False  # G: a ``clip_args`` stage reads the sizes of turns outside the window
 
 
 PLAIN = Shape()
@@ -56,6 +57,9 @@ def shape_of(policy: Policy) -> Shape:
     for s in policy.stages:
         if isinstance(s, Truncate):
             units.add(s.unit)
+        elif isinstance(s, ClipArgs):
+            if s.min_tokens <= policy.turn_max:
+                units |= {s.trigger_unit, s.keep_unit}
         elif isinstance(s, Compact):
             units |= {*s.trigger_units, s.keep_unit}
             if s.input_limit > 0:
@@ -64,7 +68,13 @@ def shape_of(policy: Policy) -> Shape:
                 placement = True
                 dropping = dropping or s.input_limit > 0
     messages = "messages" in units
-    return Shape(messages, messages or placement, dropping)
+    return Shape(messages, messages or placement, dropping, bool(live_clips(policy)))
+
+
+def live_clips(policy: Policy) -> list[ClipArgs]:
+    """The ``clip_args`` stages some turn can reach (``min_tokens`` at most ``turn_max``): the
+    others never clip and are encoded as nothing."""
+    return [s for s in policy.stages if isinstance(s, ClipArgs) and s.min_tokens <= policy.turn_max]
 
 
 @dataclass(frozen=True)
@@ -82,12 +92,13 @@ class AState:
     wm: tuple[Z, ...] = ()
     hs: Z = None
     U: Z = None
+    G: Z = None  # 1: some verbatim turn outside the window can hold a clippable argument
 
     def flat(self) -> list[Z]:
         out = [self.p, self.P, self.sc, self.S, self.L, *self.w]
         if self.pm is not None:
             out += [self.pm, self.M, *self.wm]
-        return out + [v for v in (self.hs, self.U) if v is not None]
+        return out + [v for v in (self.hs, self.U, self.G) if v is not None]
 
     def widen(self) -> AState:
         """One more window slot (empty)."""
@@ -104,8 +115,9 @@ def tokens_matter(policy: Policy) -> bool:
     if policy.floor_unit == "tokens" or policy.window:
         return True
     for s in policy.stages:
-        if isinstance(s, Truncate) and s.unit == "tokens":
-            return True
+        if (isinstance(s, Truncate) and s.unit == "tokens") or \
+                (isinstance(s, ClipArgs) and s.min_tokens <= policy.turn_max):
+            return True  # a clip_args stage reads every turn's size (min_tokens)
         if isinstance(s, Compact) and (
             "tokens" in (*s.trigger_units, s.keep_unit)
             or (s.input_limit > 0 and s.input_limit_unit == "tokens")
@@ -120,11 +132,11 @@ def needed_window(policy: Policy) -> int:
     if not tokens_matter(policy) and not shape_of(policy).messages:
         return 0
     width = 1
-    for s in policy.stages:
-        if isinstance(s, Compact):
-            per_turn = {"turns": 0, "tokens": policy.turn_min,
-                        "messages": policy.messages_per_turn[0]}[s.keep_unit]
-            width = max(width, s.keep if s.keep_unit == "turns" else s.keep // per_turn + 1)
+    tails: list[Compact | ClipArgs] = [s for s in policy.stages if isinstance(s, Compact)]
+    for s in [*tails, *live_clips(policy)]:
+        per_turn = {"turns": 0, "tokens": policy.turn_min,
+                    "messages": policy.messages_per_turn[0]}[s.keep_unit]
+        width = max(width, s.keep if s.keep_unit == "turns" else s.keep // per_turn + 1)
     return width
 
 
@@ -140,6 +152,8 @@ def fresh_state(prefix: str, width: int, shape: Shape = PLAIN) -> AState:
         st = replace(st, hs=z3.Int(f"{prefix}_hs"))
     if shape.unspilled:
         st = replace(st, U=z3.Int(f"{prefix}_U"))
+    if shape.clip:
+        st = replace(st, G=z3.Int(f"{prefix}_G"))
     return st
 
 
@@ -153,6 +167,8 @@ def init_state(width: int, shape: Shape = PLAIN) -> AState:
         st = replace(st, hs=zero)
     if shape.unspilled:
         st = replace(st, U=zero)
+    if shape.clip:
+        st = replace(st, G=zero)
     return st
 
 
@@ -184,6 +200,8 @@ def basic(policy: Policy, st: AState) -> Z:
                   z3.Implies(st.p < policy.keep_first, st.hs == 0)]
     if st.U is not None:
         facts += [z3.Or(st.U == 0, st.U == 1), z3.Implies(st.U == 1, st.hs == 1)]
+    if st.G is not None:
+        facts += [z3.Or(st.G == 0, st.G == 1), z3.Implies(st.G == 1, len(st.w) < st.L)]
     return z3.And(*facts)
 
 
@@ -243,6 +261,10 @@ def encode_step(
         S=z3.If(pin, st.S, st.S + x), L=z3.If(pin, st.L, st.L + 1),
         w=tuple(z3.If(pin, a, b) for a, b in zip(st.w, shifted, strict=True)),
     )
+    if st.G is not None:  # the turn leaving the window (none while it widens), or x itself
+        floor = min(s.min_tokens for s in live_clips(policy))
+        leaves = z3.And(width <= st.L, st.w[width - 1] >= floor) if width else x >= floor
+        cur = replace(cur, G=z3.If(z3.And(z3.Not(pin), leaves), 1, st.G))
     inputs: list[Z] = [x]
     input_ok = [x >= lo, x <= hi]
     y = None
@@ -261,6 +283,21 @@ def encode_step(
             over = occupancy(policy, cur, stage.unit) > stage.limit
             bad.append((i, z3.And(*conds, over)))
             conds.append(z3.Not(over))
+            continue
+        if isinstance(stage, ClipArgs) and stage.min_tokens > policy.turn_max:
+            continue  # no turn can hold a clippable argument: it never clips
+        if isinstance(stage, ClipArgs):
+            tail, extra, ok = _tail(policy, stage, cur, f"{tag}_{i}")
+            inputs += extra
+            input_ok += ok
+            kc = tail["turns"]
+            big = [z3.And(j >= kc, j < cur.L, wj >= stage.min_tokens) for j, wj in enumerate(cur.w)]
+            # outside the window: G, when the clip's tail leaves some turn out (exact when the
+            # window holds every tail, as BMC's does; else an over-approximation)
+            clips = z3.And(occupancy(policy, cur, stage.trigger_unit) >= stage.trigger,
+                           z3.Or(*big, z3.And(cur.G == 1, kc < cur.L)))
+            bad.append((i, z3.And(*conds, clips)))
+            conds.append(z3.Not(clips))
             continue
         if not isinstance(stage, Compact):
             continue  # a spill stage: its write is part of the compact stage it covers
@@ -305,6 +342,8 @@ def encode_step(
             nxt = replace(nxt, hs=z3.If(fire, 1, cur.hs))
         if cur.U is not None:
             nxt = replace(nxt, U=z3.If(fire, next_u, cur.U))
+        if cur.G is not None:  # a tail inside the window leaves no turn outside it
+            nxt = replace(nxt, G=z3.If(z3.And(fire, kt <= width), 0, cur.G))
         cur = nxt
     if policy.window:  # spec 1.1: over the window after the stages is an overflow
         over = occupancy(policy, cur, "tokens") > policy.window
@@ -329,7 +368,7 @@ def spill_effect(spilled: bool, unseen: Z, dropped: Z, summarized: Z, u: Z) -> t
     return lost, (u if spilled else z3.If(summarized, 1, u))
 
 
-def _tail(policy: Policy, stage: Compact, st: AState, tag: str) -> tuple[dict[str, Z], list[Z], list[Z]]:
+def _tail(policy: Policy, stage: Compact | ClipArgs, st: AState, tag: str) -> tuple[dict[str, Z], list[Z], list[Z]]:
     """The tail in turns, tokens and (when tracked) messages; fresh variables when the
     tail may reach past the window."""
     width = len(st.w)

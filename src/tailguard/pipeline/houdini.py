@@ -95,6 +95,8 @@ def _verbatim_bounds(policy: Policy) -> list[Lemma]:
         out.append(_component("L", value, at_least=True))
     if shape_of(policy).unspilled:  # every compaction spilled: the summary holds nothing unspilled
         out.append(_component("U", 0))
+    if shape_of(policy).clip:  # no clippable turn has left the window
+        out.append(_component("G", 0))
     return out
 
 

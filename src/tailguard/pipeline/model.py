@@ -21,6 +21,11 @@ decision taken where the brief is silent):
   never drops a summary (brief 6: "never truncated"), whatever its placement.
 - **Clipping** (``clip``) changes what the summarizer reads of the oldest candidate that
   does not fit, never what counts as seen: the verdict is the same with or without it.
+- **Argument clipping** (``clip_args``, spec 1.2, brief 6d): a clip changes no state (the
+  framework keeps the original message and clips the view of every call); a turn it clips is a
+  hole at that append, and the append ends there: the framework counts the clipped view (whose
+  size is the session's content) for the stages after it in the same call, and a clip is a loss
+  already, so nothing after it is modelled (the z3 encoding's later stages likewise need no clip).
 - **Spill** stages cover the first compact stage after them in the list. A successful write
   spills every candidate turn (spilled turns are never holes); the earlier summary is no
   lossless copy of anything, so spilling it protects nothing. A failed write halts the
@@ -35,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tailguard.pipeline.policy import Compact, OnFailure, Policy, Spill, Truncate
+from tailguard.pipeline.policy import ClipArgs, Compact, OnFailure, Policy, Spill, Truncate
 
 Kind = Literal["hole", "floor", "overflow", "unenforceable", "dead_stage", "unreachable"]
 Profile = Literal["partitioned", "strict"]
@@ -48,6 +53,7 @@ FLOOR_INPUT = "floor turns not in the summarizer input"
 # Finding.detail of the holes a compaction makes
 UNSEEN = "summarizer input clipped"
 SUMMARY_DROPPED = "earlier summary not shown whole to the summarizer (summary = \"message\")"
+ARGS_CLIPPED = "tool-call arguments clipped (clip_args): no copy survives"
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ class Event:
     of the compaction that caused it, after the ``truncate`` event that caused it.
     """
 
-    kind: Literal["append", "truncate", "spill", "compact", "attempt", "halt", "loss"]
+    kind: Literal["append", "truncate", "spill", "compact", "attempt", "halt", "loss", "clip"]
     data: tuple[int, ...]
     finding: Finding | None = None
 
@@ -210,8 +216,8 @@ def unreachable_stages(policy: Policy) -> tuple[Finding, ...]:
             if s.unit not in caps or s.limit < caps[s.unit][0]:
                 caps[s.unit] = (s.limit, i)
             continue
-        if isinstance(s, Spill):
-            continue  # a spill writes, and changes no occupancy
+        if isinstance(s, Spill | ClipArgs):
+            continue  # a spill writes and a clip changes the view: neither changes occupancy
         # every clause must be blocked (each by one of its thresholds) for the stage to be
         # unreachable; the note names the blocking of the first clause
         blocked: list[Finding] = []
@@ -240,9 +246,9 @@ def _blocked(policy: Policy, caps: dict[str, tuple[int, int]], i: int, unit: str
 
 
 def inert(policy: Policy) -> bool:
-    """Nothing can ever be lost: no window, no truncate or compact stage (a spill stage
-    alone writes nothing)."""
-    return not policy.window and not any(isinstance(s, Truncate | Compact) for s in policy.stages)
+    """Nothing can ever be lost: no window, no truncate, compact or clip_args stage (a spill
+    stage alone writes nothing)."""
+    return not policy.window and not any(isinstance(s, Truncate | Compact | ClipArgs) for s in policy.stages)
 
 
 def idle_spills(policy: Policy) -> tuple[Finding, ...]:
@@ -337,6 +343,10 @@ def step(
             if state.occupancy(policy, stage.unit) > stage.limit:
                 occ = state.occupancy(policy, stage.unit)
                 found.append(Finding("overflow", i, number, (), f"{occ} {stage.unit} > {stage.limit}"))
+        elif isinstance(stage, ClipArgs):
+            clipped = _clip_args(policy, state, stage, i, number, events)
+            if clipped:  # the rest of this call counts a clipped view the model cannot size
+                return [*found, *clipped]
         elif isinstance(stage, Compact):
             spill = modes.get(i)
             found.extend(_compact(policy, state, stage, i, number, events, profile,
@@ -350,6 +360,31 @@ def step(
         found.append(Finding("overflow", len(policy.stages), number, (),
                              f"{occ} tokens > window {policy.window}"))
     return found
+
+
+def clipped_turns(policy: Policy, state: State, stage: ClipArgs) -> list[int]:
+    """The turns a ``clip_args`` stage clips now: none below its trigger; else every unpinned
+    verbatim turn outside its newest ``keep`` (whole turns, as a compact stage's tail) that is
+    large enough to hold a clippable argument."""
+    if state.occupancy(policy, stage.trigger_unit) < stage.trigger:
+        return []
+    sizes = state.units(stage.keep_unit, state.verbatim)
+    tail = min(stage.keep, len(sizes)) if stage.keep_unit == "turns" else newest_fitting(sizes, stage.keep)
+    exposed = state.verbatim[: len(state.verbatim) - tail]
+    return [j for j in exposed if state.sizes[j] >= stage.min_tokens]
+
+
+def _clip_args(
+    policy: Policy, state: State, stage: ClipArgs, i: int, number: int, events: list[Event] | None
+) -> list[Finding]:
+    clipped = clipped_turns(policy, state, stage)
+    if not clipped:
+        return []
+    hole = Finding("hole", i, number, tuple(clipped), ARGS_CLIPPED)
+    if events is not None:
+        events.append(Event("loss", (), hole))
+        events.append(Event("clip", (clipped[-1] + 1,)))
+    return [hole]
 
 
 def _compact(

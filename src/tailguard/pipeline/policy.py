@@ -95,7 +95,26 @@ class Spill:
     kind: Literal["spill"] = "spill"
 
 
-Stage = Truncate | Compact | Spill
+@dataclass(frozen=True)
+class ClipArgs:
+    """Spec 1.2 (brief 6d): argument clipping before the model call (deepagents'
+    ``truncate_args_settings``). When occupancy in ``trigger_unit`` is at least ``trigger``,
+    the tool-call arguments of every unpinned verbatim turn outside the newest ``keep``
+    (``keep_unit``, whole turns counted like a compact stage's tail) are clipped in the view
+    the model, the offload and the summarizer get. A turn of at least ``min_tokens`` tokens
+    can hold an argument long enough to be clipped; each such turn is a **hole** (no copy of
+    the argument survives anywhere the session can read: the offload writes the clipped view)."""
+
+    trigger_unit: Unit
+    trigger: int
+    keep_unit: Unit
+    keep: int
+    min_tokens: int
+    line: int = 0
+    kind: Literal["clip_args"] = "clip_args"
+
+
+Stage = Truncate | Compact | Spill | ClipArgs
 
 
 @dataclass(frozen=True)
@@ -148,6 +167,7 @@ _COMPACT = {
     "summary", "clip", "input_limit_unit", "trigger_any",
 }
 _SPILL = {"kind", "on_failure"}
+_CLIP_ARGS = {"kind", "trigger_unit", "trigger", "keep_unit", "keep", "min_tokens"}
 _KEY_RE = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"(?:[^\"\\]|\\.)*\"|'[^']*')\s*=")
 
 
@@ -299,8 +319,22 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
             raise r.fail(f"{path}.clip", "clipping needs an input_limit > 0 (it clips the oldest "
                                          "candidate that does not fit it)")
         return compact
+    if kind == "clip_args":
+        r.unknown(raw, _CLIP_ARGS, path + ".")
+        clip_args = ClipArgs(
+            trigger_unit=r.unit(raw, "trigger_unit", f"{path}.trigger_unit"),
+            trigger=r.integer(raw, "trigger", f"{path}.trigger", None),
+            keep_unit=r.unit(raw, "keep_unit", f"{path}.keep_unit"),
+            keep=r.integer(raw, "keep", f"{path}.keep", None),
+            min_tokens=r.integer(raw, "min_tokens", f"{path}.min_tokens", None),
+            line=line,
+        )
+        if clip_args.min_tokens < 1:
+            raise r.fail(f"{path}.min_tokens", f"must be >= 1 (a clipped argument holds a token), "
+                                               f"got {clip_args.min_tokens}")
+        return clip_args
     reason = "required key is missing" if kind is None else f"unknown stage kind {kind!r}"
-    raise r.fail(f"{path}.kind", reason + ' (expected "truncate", "compact" or "spill")')
+    raise r.fail(f"{path}.kind", reason + ' (expected "truncate", "compact", "spill" or "clip_args")')
 
 
 def _trigger_any(r: _Reader, raw: dict[str, Any], path: str) -> tuple[Clause, ...]:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from tailguard.base.safeio import printable
-from tailguard.pipeline.model import FLOOR_INPUT, SUMMARY_DROPPED, Finding
-from tailguard.pipeline.policy import Compact, Policy, Spill, Truncate
+from tailguard.pipeline.model import ARGS_CLIPPED, FLOOR_INPUT, SUMMARY_DROPPED, Finding
+from tailguard.pipeline.policy import ClipArgs, Compact, Policy, Spill, Truncate
 from tailguard.pipeline.solver import Decision
 from tailguard.pipeline.suggest import Fix, Outcome
 
@@ -68,8 +68,14 @@ HINT_FLOOR_INPUT = ("show the summarizer the tail too (input = \"all\"), or, if 
                     "--profile partitioned")
 
 
+HINT_ARGS_CLIPPED = ("switch argument clipping off (deepagents: truncate_args_settings = false), "
+                     "or raise its trigger or keep above what the context holds")
+
+
 def hint(f: Finding) -> str:
     """The fix sentence for a finding."""
+    if f.kind == "hole" and f.detail == ARGS_CLIPPED:
+        return HINT_ARGS_CLIPPED
     return HINT_FLOOR_INPUT if f.kind == "floor" and f.detail == FLOOR_INPUT else HINTS[f.kind]
 
 
@@ -134,6 +140,9 @@ def describe_stage(policy: Policy, index: int) -> str:
         what = f"truncate {s.unit} > {s.limit}"
     elif isinstance(s, Spill):
         what = f"spill, on failure {s.on_failure}"
+    elif isinstance(s, ClipArgs):
+        what = (f"clip_args at {s.trigger} {s.trigger_unit}, keep {s.keep} {s.keep_unit}, "
+                f"turns of >= {s.min_tokens} tokens")
     else:
         assert isinstance(s, Compact)
         what = f"compact at {s.describe_trigger()}, keep {s.keep} {s.keep_unit}"
@@ -173,6 +182,10 @@ def explain(policy: Policy, f: Finding) -> str:
         return f"{where} after append {f.step} does not show the earlier summary whole to the " \
                f"summarizer (summary = \"message\"): {_ranges(f.offsets)}, which only it held, " \
                f"are lost"
+    if f.kind == "hole" and f.detail == ARGS_CLIPPED:
+        return f"{where} clips the tool-call arguments of {_ranges(f.offsets)} after append {f.step}: " \
+               f"the model, the offload and the summarizer get only the clipped view, so the " \
+               f"arguments are held nowhere"
     if f.kind == "hole":
         verb = "drops" if isinstance(policy.stages[f.stage], Truncate) else "hides from the summarizer"
         return f"{where} {verb} {_ranges(f.offsets)} after append {f.step}: never summarized"

@@ -22,6 +22,8 @@ with the runtime"):
   prior coverage (the defaults of brief 4c: every compaction saw the summary before it),
   except where a ``summary = "message"`` compaction did not show it whole: that line says
   ``"saw": []`` and the earlier coverage leaves the context (brief 4c lineage).
+- **clip** (spec 1.2, ``clip_args``): written as the adapters log an argument clip, a
+  compaction that summarizes nothing with its tail at the end of the newest clipped turn.
 - **spill** (spec 1.1): the candidates a spill stage wrote (handle ``"spill"``), just
   before their compaction. A failed write writes nothing; a failed ``halt`` write ends
   the log.
@@ -105,7 +107,7 @@ def _simulate(
         return [e for e in events if e.kind != "attempt"], state, False
 
     def judged(evs: list[Event], start: int) -> int | None:
-        return next((k for k in range(start, len(evs)) if evs[k].kind in ("compact", "attempt")), None)
+        return next((k for k in range(start, len(evs)) if evs[k].kind in ("compact", "attempt", "clip")), None)
 
     end = judged(events, first)
     if end is None:  # continue the session, on a copy, up to a compaction
@@ -179,7 +181,7 @@ def session_log(
         elif event.kind == "loss":
             assert event.finding is not None
             pending.append((event.finding, len(out)))
-        elif event.kind == "attempt":
+        elif event.kind in ("attempt", "clip"):  # a clip is logged as the adapters log it
             (t,) = event.data
             compact_at.append(len(out))
             out.append(_compaction(off(t), off(t), off(t), off(t)))

@@ -22,10 +22,15 @@ from tailguard.base.errors import PolicyError
 # ``size_or_off``: the same or ``false`` (Python ``None``: the feature is off);
 # ``count``: an integer >= ``minimum``; ``count_or_off``: the same or ``false``;
 # ``trigger``: ``size_or_off``, or LangChain's trigger clauses: a table ``{tokens = 4000,
-# messages = 10}`` (AND) or a list of sizes and tables (OR), read as a :class:`TriggerAny`.
-KnobKind = Literal["size", "size_or_off", "count", "count_or_off", "trigger"]
+# messages = 10}`` (AND) or a list of sizes and tables (OR), read as a :class:`TriggerAny`;
+# ``settings``: a table (or ``false``) the knob's own ``read`` validates (deepagents'
+# ``truncate_args_settings``).
+KnobKind = Literal["size", "size_or_off", "count", "count_or_off", "trigger", "settings"]
 SIZE_KINDS: tuple[str, ...] = ("tokens", "messages", "fraction")
 Values = dict[str, Any]
+Fail = Callable[[str, str], PolicyError]
+# a ``settings`` knob's reader: (TOML value, fail, window) -> the validated form
+Reader = Callable[[Any, Fail, int], Any]
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class Knob:
     framework_knob: bool = True  # False: tailguard's own session fact (summary size)
     kinds: tuple[str, ...] = SIZE_KINDS  # for sizes: the kinds the framework accepts
     default_text: str = ""  # how --list-frameworks shows a default that depends on other knobs
+    read: Reader | None = None  # ``settings`` knobs only
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,8 @@ class Preset:
 
 def read_knob(knob: Knob, value: Any, fail: Callable[[str, str], PolicyError], window: int) -> Any:
     """Validate one TOML value against its knob; return the validated form."""
+    if knob.read is not None:
+        return knob.read(value, fail, window)
     off = knob.kind in ("size_or_off", "count_or_off", "trigger")
     if value is False and off:
         return None
@@ -189,6 +197,8 @@ def as_toml(value: Any) -> Any:
         return value.toml()
     if isinstance(value, tuple):
         return list(value)
+    if isinstance(value, dict):
+        return {k: as_toml(v) for k, v in value.items()}
     return value
 
 

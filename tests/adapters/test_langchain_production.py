@@ -517,53 +517,38 @@ def one_agent(work: Path) -> tuple[Any, GuardedSummarizationMiddleware, FileSpil
     return create_agent(echo_model(), tools=[], middleware=[mw], checkpointer=InMemorySaver()), mw, store
 
 
-def thread_run(agent: Any, store: SpillStore, name: str, turns: int) -> set[str]:
-    config: Any = {"configurable": {"thread_id": name}}
-    rng = random.Random(name)
-    sent: set[str] = set()
-    for i in range(turns):
-        result = agent.invoke({"messages": [human(name, i, chars=rng.randrange(20, 220))]}, config)
-        sent |= {f"MK{name}x{i:03d}", f"RMK{name}x{i:03d}"}
-    held = markers(text_of(result["messages"])) | spilled_markers(store, name)
-    return sent - held
-
-
-async def athread_run(agent: Any, store: SpillStore, name: str, turns: int) -> set[str]:
-    config: Any = {"configurable": {"thread_id": name}}
-    rng = random.Random(name)
-    sent: set[str] = set()
-    for i in range(turns):
-        result = await agent.ainvoke({"messages": [human(name, i, chars=rng.randrange(20, 220))]}, config)
-        sent |= {f"MK{name}x{i:03d}", f"RMK{name}x{i:03d}"}
-    held = markers(text_of(result["messages"])) | spilled_markers(store, name)
-    return sent - held
-
-
-def stream_thread_run(agent: Any, store: SpillStore, name: str, turns: int) -> set[str]:
-    """``thread_run`` through ``agent.stream`` (the graph's state after each step; the last is the
-    turn's result)."""
+def thread_run(agent: Any, store: SpillStore, name: str, turns: int, stream: bool = False) -> set[str]:
+    """One thread's turns through ``invoke`` (or ``stream``: the graph's state after each step,
+    the last being the turn's result); the markers it lost."""
     config: Any = {"configurable": {"thread_id": name}}
     rng = random.Random(name)
     sent: set[str] = set()
     result: dict[str, Any] = {}
     for i in range(turns):
-        for chunk in agent.stream({"messages": [human(name, i, chars=rng.randrange(20, 220))]}, config,
-                                  stream_mode="values"):
-            result = chunk
+        turn = {"messages": [human(name, i, chars=rng.randrange(20, 220))]}
+        if stream:
+            for chunk in agent.stream(turn, config, stream_mode="values"):
+                result = chunk
+        else:
+            result = agent.invoke(turn, config)
         sent |= {f"MK{name}x{i:03d}", f"RMK{name}x{i:03d}"}
     held = markers(text_of(result["messages"])) | spilled_markers(store, name)
     return sent - held
 
 
-async def astream_thread_run(agent: Any, store: SpillStore, name: str, turns: int) -> set[str]:
+async def athread_run(agent: Any, store: SpillStore, name: str, turns: int, stream: bool = False) -> set[str]:
+    """``thread_run`` through ``ainvoke`` (or ``astream``)."""
     config: Any = {"configurable": {"thread_id": name}}
     rng = random.Random(name)
     sent: set[str] = set()
     result: dict[str, Any] = {}
     for i in range(turns):
-        async for chunk in agent.astream({"messages": [human(name, i, chars=rng.randrange(20, 220))]}, config,
-                                         stream_mode="values"):
-            result = chunk
+        turn = {"messages": [human(name, i, chars=rng.randrange(20, 220))]}
+        if stream:
+            async for chunk in agent.astream(turn, config, stream_mode="values"):
+                result = chunk
+        else:
+            result = await agent.ainvoke(turn, config)
         sent |= {f"MK{name}x{i:03d}", f"RMK{name}x{i:03d}"}
     held = markers(text_of(result["messages"])) | spilled_markers(store, name)
     return sent - held
@@ -608,12 +593,12 @@ def test_concurrent_streams_of_one_agent(tmp_path: Path) -> None:
         assert thread_run(alone, alone_store, n, 20) == set()
     agent, _, store = one_agent(tmp_path / "streams")
     with ThreadPoolExecutor(4) as pool:
-        lost = list(pool.map(lambda n: stream_thread_run(agent, store, n, 20), names))
+        lost = list(pool.map(lambda n: thread_run(agent, store, n, 20, stream=True), names))
     assert lost == [set()] * 4
     aagent, _, astore = one_agent(tmp_path / "astreams")
 
     async def all_tasks() -> list[set[str]]:
-        return list(await asyncio.gather(*(astream_thread_run(aagent, astore, n, 20) for n in names)))
+        return list(await asyncio.gather(*(athread_run(aagent, astore, n, 20, stream=True) for n in names)))
 
     assert asyncio.run(all_tasks()) == [set()] * 4
     for n in names:

@@ -15,9 +15,7 @@ from typing import Any
 
 from tailguard.base.args import is_int
 from tailguard.base.errors import PolicyError
-from tailguard.base.jsonstrict import MAX_POLICY_BYTES
-from tailguard.base.safeio import open_regular
-from tailguard.pipeline.policy import _locate
+from tailguard.pipeline.policy import _locate, read_policy_text
 from tailguard.pipeline.presets import find, translate
 
 __all__ = ["Knobs", "load_knobs"]
@@ -43,18 +41,9 @@ class Knobs:
 def load_knobs(path: str, framework: str, units: tuple[str, ...]) -> Knobs:
     """Read ``path``: its ``[framework]`` table must name ``framework`` (a preset name or alias);
     ``floor_unit`` must be one of ``units`` (what the importer can count)."""
+    text = read_policy_text(path)
     try:
-        with open_regular(path) as f:
-            raw = f.read(MAX_POLICY_BYTES + 1)
-    except OSError as exc:
-        raise PolicyError(path, 0, "file", exc.strerror or str(exc)) from None
-    if len(raw) > MAX_POLICY_BYTES:
-        raise PolicyError(path, 0, "file", f"a policy file over the limit of {MAX_POLICY_BYTES:,} bytes")
-    try:
-        text = raw.decode("utf-8")
         data = tomllib.loads(text)
-    except UnicodeDecodeError as exc:
-        raise PolicyError(path, 1, "file", f"not UTF-8: {exc.reason}") from None
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(path, 1, "toml", str(exc)) from None
     lines = _locate(text)

@@ -460,6 +460,12 @@ def parse_policy(text: str, file: str = "<policy>") -> Policy:
 
 def load_policy(path: str) -> Policy:
     """Read and parse a policy file; unreadable files are a :class:`PolicyError` too."""
+    return parse_policy(read_policy_text(path), path)
+
+
+def read_policy_text(path: str) -> str:
+    """A policy file's text: a regular file of at most ``MAX_POLICY_BYTES``, UTF-8; anything else
+    is a :class:`PolicyError` naming the file."""
     try:
         with open_regular(path) as f:  # a FIFO or device: an error naming it, never a hang
             raw = f.read(MAX_POLICY_BYTES + 1)
@@ -471,4 +477,4 @@ def load_policy(path: str) -> Policy:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PolicyError(path, 1, "file", f"not UTF-8: {exc.reason}") from None
-    return parse_policy(text, path)
+    return text

@@ -47,11 +47,13 @@ def test_unsafe_exit_1_same_json_shape_for_several() -> None:
 
 
 def test_unknown_exit_3_names_budget() -> None:
-    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5", OPENHANDS)
+    # a small solver budget (5M units, not the default 100M) runs out in seconds, not a minute
+    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5", "--budget", "5", OPENHANDS)
     assert code == 3
     data = one(out)
     assert data["verdict"] == "unknown" and "budget" in data["unknown_reason"]
-    assert "--depth 5" in data["unknown_reason"] and data["exhausted"] in ("depth", "budget")
+    assert "--depth 5" in data["unknown_reason"] and "(now 5)" in data["unknown_reason"]
+    assert data["exhausted"] in ("depth", "budget")
 
 
 def test_bad_input_exit_2_without_traceback(tmp_path: Path) -> None:

@@ -558,53 +558,29 @@ def logs_without_resume(work: Path, name: str) -> list[dict[str, Any]]:
     return [e for e in log_events(work / "logs" / log_file_name(name)) if e["event"] != "resume"]
 
 
-def test_concurrent_threads_of_one_agent(tmp_path: Path) -> None:
-    """Four threads through one compiled agent at once (OS threads, then asyncio tasks): each thread's
-    log audits clean and equals the log of the same thread run alone; no marker is lost."""
+@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
+def test_concurrent_threads_of_one_agent(tmp_path: Path, stream: bool) -> None:
+    """Four threads through one compiled agent at once (OS threads, then asyncio tasks), through
+    ``invoke``/``ainvoke`` or ``stream``/``astream``: each thread's log audits clean and equals
+    the log of the same thread run alone through ``invoke``; no marker is lost."""
     names = [f"c{k}" for k in range(4)]
     alone, _, alone_store = one_agent(tmp_path / "alone")
     for n in names:
         assert thread_run(alone, alone_store, n, 20) == set()
     agent, _, store = one_agent(tmp_path / "threads")
     with ThreadPoolExecutor(4) as pool:
-        lost = list(pool.map(lambda n: thread_run(agent, store, n, 20), names))
+        lost = list(pool.map(lambda n: thread_run(agent, store, n, 20, stream=stream), names))
     assert lost == [set()] * 4
     aagent, _, astore = one_agent(tmp_path / "tasks")
 
     async def all_tasks() -> list[set[str]]:
-        return list(await asyncio.gather(*(athread_run(aagent, astore, n, 20) for n in names)))
+        return list(await asyncio.gather(*(athread_run(aagent, astore, n, 20, stream=stream) for n in names)))
 
     assert asyncio.run(all_tasks()) == [set()] * 4
     for n in names:
         expected = logs_without_resume(tmp_path / "alone", n)
         assert sum(e["event"] == "compact" for e in expected) >= 3
         for work in ("threads", "tasks"):
-            assert logs_without_resume(tmp_path / work, n) == expected
-            events = log_events(tmp_path / work / "logs" / log_file_name(n))
-            audit_clean(tmp_path / work / "logs" / log_file_name(n), sum(e["event"] == "refusal" for e in events))
-
-
-def test_concurrent_streams_of_one_agent(tmp_path: Path) -> None:
-    """The same four threads through ``stream`` (OS threads) and ``astream`` (asyncio tasks): each
-    thread's log equals the log of the thread run alone through ``invoke``; no marker is lost."""
-    names = [f"c{k}" for k in range(4)]
-    alone, _, alone_store = one_agent(tmp_path / "alone")
-    for n in names:
-        assert thread_run(alone, alone_store, n, 20) == set()
-    agent, _, store = one_agent(tmp_path / "streams")
-    with ThreadPoolExecutor(4) as pool:
-        lost = list(pool.map(lambda n: thread_run(agent, store, n, 20, stream=True), names))
-    assert lost == [set()] * 4
-    aagent, _, astore = one_agent(tmp_path / "astreams")
-
-    async def all_tasks() -> list[set[str]]:
-        return list(await asyncio.gather(*(athread_run(aagent, astore, n, 20, stream=True) for n in names)))
-
-    assert asyncio.run(all_tasks()) == [set()] * 4
-    for n in names:
-        expected = logs_without_resume(tmp_path / "alone", n)
-        assert sum(e["event"] == "compact" for e in expected) >= 3
-        for work in ("streams", "astreams"):
             assert logs_without_resume(tmp_path / work, n) == expected
             events = log_events(tmp_path / work / "logs" / log_file_name(n))
             audit_clean(tmp_path / work / "logs" / log_file_name(n), sum(e["event"] == "refusal" for e in events))

@@ -186,7 +186,7 @@ def test_quick_start_test_command_is_what_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python3 -m venv .venv\n" in ci and "python -m pip install --quiet -c .ci/constraints.txt -e " \
         "'.[dev,frameworks,fleet,parquet]'\n" in ci
-    assert ci.index(install.split(" -e ")[1]) < ci.rindex(" bash .ci/test\n")
+    assert ci.index(install.split(" -e ")[1]) < ci.rindex(" bash .ci/test ")
 
 
 def shlex_quote(text: str) -> str:

@@ -23,7 +23,7 @@ from tailguard.base.errors import EventLogError, ImportSourceError, PolicyError
 from tailguard.base.intervals import normalize
 from tailguard.cli import audit_fleet
 from tailguard.cli.profile_option import profile_problem
-from tailguard.importers.langgraph import Imported
+from tailguard.importers.imported import Imported
 
 PROG = "tailguard audit"
 PREVIEW = 72  # characters of a lost message's text in the text report (JSON keeps it whole)

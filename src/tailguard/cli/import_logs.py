@@ -21,8 +21,7 @@ PROG = "tailguard import"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tailguard.importers import FORMATS
-    from tailguard.importers.langgraph import VALIDATED_ON
+    from tailguard.importers import FORMATS, langgraph, openhands
 
     parser.epilog = ("exit codes: 0 every session imported, 2 a source unusable (SOURCE: where: why; the "
                      "other sources are still imported) or bad arguments")
@@ -30,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"what persisted the sessions: {', '.join(FORMATS)} (docs/import.md)")
     parser.add_argument("sources", nargs="+", metavar="SOURCE",
                         help="langgraph: a SqliteSaver database file (every thread is a session; validated on "
-                             f"{', '.join(VALIDATED_ON)})")
+                             f"{', '.join(langgraph.VALIDATED_ON)}); openhands: a conversation directory (events/ "
+                             "and base_state.json) or the persistence_dir holding them (every conversation is a "
+                             f"session; validated on {', '.join(openhands.VALIDATED_ON)}, Python >= 3.12)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("-o", "--output", metavar="LOG", default=None,
                        help="write the one session's event log here (default: stdout)")
@@ -47,7 +48,8 @@ def add_import_options(parser: argparse.ArgumentParser) -> None:
                              "top-level floor and floor_unit set the log's floor): what the record does "
                              "not say is computed from them; without them it is recorded as unverified")
     parser.add_argument("--thread", metavar="ID", default=None,
-                        help="langgraph: import this thread only (default: every thread)")
+                        help="langgraph: import this thread only; openhands: this conversation only, by its "
+                             "directory name (default: every one)")
 
 
 def log_name(source: str) -> str:

@@ -37,11 +37,11 @@ import os
 import sqlite3
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
 from tailguard.base.errors import ImportSourceError as ImportSourceError
+from tailguard.importers.imported import Imported, Named
 from tailguard.importers.knobs import Knobs
 from tailguard.pipeline.presets.langchain import PRESET
 from tailguard.runtime.ledger import Ledger
@@ -59,33 +59,6 @@ OVERRIDE = "imported: the framework committed this compaction without a guard"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = {"checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "checkpoint"),
            "writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id")}
-
-
-@dataclass(frozen=True, slots=True)
-class Named:
-    """The message at offsets ``[lo, hi)``: its id and its text (the text blocks of its content)."""
-
-    lo: int
-    hi: int
-    id: str
-    text: str
-
-
-@dataclass(slots=True)
-class Imported:
-    """One imported session: its event log (lines, header first) and the message at each offset."""
-
-    source: str
-    lines: list[str]
-    units: list[Named] = field(default_factory=list)
-    unverified: str | None = None  # why a range was adopted instead of verified, if one was
-    #: offsets already lost in the thread's last context but judged by no compaction (a trim
-    #: after the last one): the audit judges compactions, so the report names these apart
-    pending: list[tuple[int, int]] = field(default_factory=list)
-
-    def messages_in(self, lo: int, hi: int) -> list[Named]:
-        """The messages with an offset in ``[lo, hi)``, oldest first."""
-        return [u for u in self.units if u.lo < hi and lo < u.hi]
 
 
 def _missing() -> ImportError:

@@ -1,24 +1,27 @@
 """Which sessions ``tailguard import`` and ``audit --from`` read, and how one is imported.
 
 A SOURCE of format ``langgraph`` is a ``SqliteSaver`` database file; each of its threads (or
-the one ``--thread`` names) is a session, named ``PATH#THREAD``. A source that cannot be read
-is one session whose error says why (``SOURCE: where: why``), so a fleet audit still judges
-the others.
+the one ``--thread`` names) is a session, named ``PATH#THREAD``. A SOURCE of format
+``openhands`` is a conversation directory or a ``persistence_dir`` holding them; each
+conversation (or the one ``--thread`` names by its directory name) is a session, named by its
+directory. A source that cannot be read is one session whose error says why
+(``SOURCE: where: why``), so a fleet audit still judges the others.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from tailguard.audit.fleet.sources import Item
 from tailguard.base.errors import ImportSourceError
-from tailguard.importers import langgraph
+from tailguard.importers import langgraph, openhands
+from tailguard.importers.imported import Imported
 from tailguard.importers.knobs import Knobs, load_knobs
-from tailguard.importers.langgraph import Imported
 
 __all__ = ["FORMATS", "SessionRef", "expand", "fleet_item", "import_session", "knobs_for", "require"]
 
-FORMATS: tuple[str, ...] = (langgraph.FORMAT,)
+FORMATS: tuple[str, ...] = (langgraph.FORMAT, openhands.FORMAT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +40,16 @@ def knobs_for(fmt: str, path: str | None) -> Knobs:
     :class:`tailguard.base.errors.PolicyError`."""
     if path is None:
         return Knobs()
+    if fmt == openhands.FORMAT:
+        return load_knobs(path, openhands.PRESET_NAME, openhands.UNITS)
     return load_knobs(path, langgraph.PRESET_NAME, langgraph.UNITS)
 
 
 def expand(fmt: str, paths: list[str], thread: str | None) -> list[SessionRef]:
     """The sessions of ``paths`` (every thread, or ``thread`` only), in the order given, each once."""
     out: dict[str, SessionRef] = {}
+    if fmt == openhands.FORMAT:
+        return _expand_openhands(paths, thread)
     for path in paths:
         try:
             conn = langgraph.open_database(path)
@@ -65,9 +72,27 @@ def expand(fmt: str, paths: list[str], thread: str | None) -> list[SessionRef]:
     return list(out.values())
 
 
+def _expand_openhands(paths: list[str], thread: str | None) -> list[SessionRef]:
+    out: dict[str, SessionRef] = {}
+    for path in paths:
+        try:
+            dirs = openhands.conversation_dirs(path)
+        except ImportSourceError as exc:
+            out.setdefault(path, SessionRef(path, path, None, str(exc)))
+            continue
+        if thread is not None:
+            dirs = [d for d in dirs if os.path.basename(os.path.normpath(d)) == thread]
+            if not dirs:
+                out.setdefault(path, SessionRef(path, path, None, f"{path}: --thread {thread}: no such "
+                                                                  "conversation directory in it"))
+        for d in dirs:
+            out.setdefault(d, SessionRef(d, d, None))
+    return list(out.values())
+
+
 def require(fmt: str) -> None:
     """Import format ``fmt``'s framework, or raise ImportError naming the extra to install."""
-    langgraph._require()
+    (openhands if fmt == openhands.FORMAT else langgraph)._require()
 
 
 def import_session(fmt: str, ref: SessionRef, knobs: Knobs) -> Imported:
@@ -76,6 +101,8 @@ def import_session(fmt: str, ref: SessionRef, knobs: Knobs) -> Imported:
         source, _, rest = ref.error.partition(": ")
         where, _, why = rest.partition(": ")
         raise ImportSourceError(source, where, why)
+    if fmt == openhands.FORMAT:
+        return openhands.import_conversation(ref.path, knobs)
     assert ref.thread is not None
     return langgraph.import_thread(ref.path, ref.thread, knobs)
 
@@ -84,5 +111,7 @@ def fleet_item(fmt: str, ref: SessionRef, knobs: Knobs) -> Item:
     """The fleet audit's session: opened (imported) by the worker that audits it."""
     if ref.error is not None:
         return Item(ref.source, ref.path, ref.error)
+    if fmt == openhands.FORMAT:
+        return Item(ref.source, ref.path, opener=openhands.opener(knobs, ref.source))
     assert ref.thread is not None
     return Item(ref.source, ref.path, opener=langgraph.opener(ref.thread, knobs, ref.source))

@@ -43,7 +43,7 @@ import contextvars
 import functools
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -53,8 +53,10 @@ from tailguard.adapters._guard import (
     GuardOptions,
     Resolution,
     SessionLogs,
+    arun_steps,
     missing_framework,
     open_store,
+    run_steps,
 )
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker, Plan
 from tailguard.adapters._sessions import SessionTable, check_state_value, integrity
@@ -281,43 +283,35 @@ class GuardedCondenser(CondenserBase):
         state = self._bound()
         sid = str(state.id)
         with self._sessions.locked(sid):
-            sess = self._load(sid, state)
-            try:
-                observed = self._observe(view, sess, state)
-                prompts: list[str] = []
-                token = _recording.set(prompts)
-                try:
-                    result = self.inner.condense(view, agent_llm=agent_llm)
-                finally:
-                    _recording.reset(token)
-                decided = self._decide(view, observed, result, prompts, sess)
-            except BaseException:
-                if not self._settle(sess):
-                    self._persist(sess, state)
-                raise
-            self._persist(sess, state)
-            return decided
+            return run_steps(self._steps(view, sid, state), lambda v: self.inner.condense(v, agent_llm=agent_llm))
 
     async def acondense(self, view: View, agent_llm: LLM | None = None) -> View | Condensation:
         state = self._bound()
         sid = str(state.id)
         async with self._sessions.alocked(sid):
-            sess = self._load(sid, state)
+            return await arun_steps(self._steps(view, sid, state),
+                                    lambda v: self.inner.acondense(v, agent_llm=agent_llm))
+
+    def _steps(self, view: View, sid: str, state: Any) -> Generator[View, Any, View | Condensation]:
+        """One ``condense``: observe the view, yield it where ``inner`` condenses it (its
+        summarizer's prompts recorded meanwhile), decide, persist. Driven by ``run_steps`` or
+        ``arun_steps`` under the conversation's lock; on any error the session is settled."""
+        sess = self._load(sid, state)
+        try:
+            observed = self._observe(view, sess, state)
+            prompts: list[str] = []
+            token = _recording.set(prompts)
             try:
-                observed = self._observe(view, sess, state)
-                prompts: list[str] = []
-                token = _recording.set(prompts)
-                try:
-                    result = await self.inner.acondense(view, agent_llm=agent_llm)
-                finally:
-                    _recording.reset(token)
-                decided = self._decide(view, observed, result, prompts, sess)
-            except BaseException:
-                if not self._settle(sess):
-                    self._persist(sess, state)
-                raise
-            self._persist(sess, state)
-            return decided
+                result = yield view
+            finally:
+                _recording.reset(token)
+            decided = self._decide(view, observed, result, prompts, sess)
+        except BaseException:
+            if not self._settle(sess):
+                self._persist(sess, state)
+            raise
+        self._persist(sess, state)
+        return decided
 
     def _decide(self, view: View, observed: _Observed, result: View | Condensation, prompts: list[str],
                 sess: _Session) -> View | Condensation:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Imported", "Named"]
+from tailguard.adapters._offsets import OffsetTracker
+
+__all__ = ["Imported", "Named", "named_units", "pending_holes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +35,18 @@ class Imported:
     def messages_in(self, lo: int, hi: int) -> list[Named]:
         """The messages with an offset in ``[lo, hi)``, oldest first."""
         return [u for u in self.units if u.lo < hi and lo < u.hi]
+
+
+def pending_holes(tracker: OffsetTracker) -> list[tuple[int, int]]:
+    """Offsets lost in the last context (no summary in it, no spill, not in it) that no compaction
+    judged: the holes of a compaction that would summarize nothing and keep every summary."""
+    ledger = tracker.ledger
+    t = min((lo for lo, _ in tracker.units.values()), default=ledger.history_end)
+    d = ledger.decide(summary_input=(t, t), summary_covers=(t, t), tail_start=t, saw=[], keeps=list(ledger.summaries))
+    return [(lo, hi) for lo, hi in d.holes]
+
+
+def named_units(tracker: OffsetTracker, names: Mapping[str, str]) -> list[Named]:
+    """Every unit the tracker placed (it must remember them), with its text, in offset order."""
+    return sorted((Named(lo, hi, key, names.get(key, "")) for key, (lo, hi) in tracker._all.items()),
+                  key=lambda n: n.lo)

@@ -41,7 +41,7 @@ from typing import Any
 
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
 from tailguard.base.errors import ImportSourceError as ImportSourceError
-from tailguard.importers.imported import Imported, Named
+from tailguard.importers.imported import Imported, Named, named_units, pending_holes
 from tailguard.importers.knobs import Knobs
 from tailguard.pipeline.presets.langchain import PRESET
 from tailguard.runtime.ledger import Ledger
@@ -306,19 +306,10 @@ class _Builder:
             prev = msgs
 
     def pending(self) -> list[tuple[int, int]]:
-        """Offsets lost in the last context (no summary in it, no spill, not in it): the holes
-        of a compaction that would summarize nothing and keep every summary."""
-        units = self.tracker.units
-        t = min((lo for lo, _ in units.values()), default=self.ledger.history_end)
-        d = self.ledger.decide(summary_input=(t, t), summary_covers=(t, t), tail_start=t, saw=[],
-                               keeps=list(self.ledger.summaries))
-        return [(lo, hi) for lo, hi in d.holes]
+        return pending_holes(self.tracker)
 
     def named(self) -> list[Named]:
-        out = []
-        for key, (lo, hi) in self.tracker._all.items():  # every unit placed, in offset order
-            out.append(Named(lo, hi, key, self.names.get(key, "")))
-        return sorted(out, key=lambda n: n.lo)
+        return named_units(self.tracker, self.names)
 
 
 def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: Knobs,

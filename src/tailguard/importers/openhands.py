@@ -45,7 +45,7 @@ from typing import Any
 
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
 from tailguard.base.errors import ImportSourceError as ImportSourceError
-from tailguard.importers.imported import Imported, Named
+from tailguard.importers.imported import Imported, Named, named_units, pending_holes
 from tailguard.importers.knobs import Knobs
 from tailguard.pipeline.presets.openhands import PRESET
 from tailguard.runtime.ledger import Ledger
@@ -324,16 +324,10 @@ class _Builder:
             raise self.fail(str(exc)) from None
 
     def pending(self) -> list[tuple[int, int]]:
-        """Offsets lost in the last view and judged by no compaction (see the langgraph format)."""
-        units = self.tracker.units
-        t = min((lo for lo, _ in units.values()), default=self.ledger.history_end)
-        d = self.ledger.decide(summary_input=(t, t), summary_covers=(t, t), tail_start=t, saw=[],
-                               keeps=list(self.ledger.summaries))
-        return [(lo, hi) for lo, hi in d.holes]
+        return pending_holes(self.tracker)
 
     def named(self) -> list[Named]:
-        return sorted((Named(lo, hi, key, self.names.get(key, "")) for key, (lo, hi) in self.tracker._all.items()),
-                      key=lambda n: n.lo)
+        return named_units(self.tracker, self.names)
 
 
 def import_events(events: Sequence[Any], knobs: Knobs, source: str, sid: str, *, names: bool = True) -> Imported:

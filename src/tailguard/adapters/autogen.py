@@ -40,6 +40,7 @@ import asyncio
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tailguard._generated.checker import Decision
@@ -107,6 +108,16 @@ class _Runs:
 
     def __contains__(self, offset: object) -> bool:
         return any(lo <= offset < hi for lo, hi in self.runs)  # type: ignore[operator]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Messages leaving the view for the first time (offsets), those inside the floor, and those
+    outside it no spill holds."""
+
+    fresh: list[int]
+    floor: list[int]
+    lossy: list[int]
 
 
 class GuardedChatCompletionContext(ChatCompletionContext):
@@ -208,16 +219,25 @@ class GuardedChatCompletionContext(ChatCompletionContext):
     # -- the view ------------------------------------------------------------------------
 
     async def get_messages(self) -> list[LLMMessage]:
+        """``inner``'s view, once every message it leaves out for the first time is decided (the
+        named steps: observe, plan, resolve, confirm, apply)."""
         async with self._lock:
             stored = list(self._messages)
             view = list(await self.inner.get_messages())
-            guard = self._session(stored, view)
-            out = self._left_out(stored, view)
-            fresh = [i for i in out if i not in self._settled]
+            guard, fresh = self._observe(stored, view)
             if not fresh:
                 return view
-            refused = self._decide(fresh, stored, guard)
-            return self._with(view, stored, refused)
+            plan = self._plan(fresh, guard)
+            back = self._resolve(plan, stored, guard)
+            self._confirm(stored)
+            self._apply(plan, back, guard)
+            return self._with(view, stored, back)
+
+    def _observe(self, stored: list[LLMMessage], view: list[LLMMessage]) -> tuple[CompactionGuard, list[int]]:
+        """The session's guard brought up to the stored messages, and the offsets the view leaves
+        out for the first time."""
+        guard = self._session(stored, view)
+        return guard, [i for i in self._left_out(stored, view) if i not in self._settled]
 
     @staticmethod
     def _in_view(stored: Sequence[LLMMessage], view: Sequence[LLMMessage]) -> set[int]:
@@ -296,43 +316,64 @@ class GuardedChatCompletionContext(ChatCompletionContext):
 
     # -- the decision --------------------------------------------------------------------
 
-    def _decide(self, fresh: list[int], stored: Sequence[LLMMessage], guard: CompactionGuard) -> list[int]:
-        """Decide the messages leaving the view; record what is allowed. Returns the offsets
-        ``defer`` puts back into the view (empty otherwise); ``halt`` raises."""
+    def _plan(self, fresh: list[int], guard: CompactionGuard) -> _Plan:
+        """Which of ``fresh`` are inside the floor (the newest ``recovery_floor_span`` messages) and
+        which no spill holds."""
         ledger = guard.ledger
         span = self.options.recovery_floor_span
         phi = max(0, ledger.history_end - span)
         floor = [i for i in fresh if span > 0 and i >= phi]
         spilled = ledger.core.spilled
-        lossy = [i for i in fresh if i < phi or span == 0]
-        lossy = [i for i in lossy if not spilled.covers(i, i + 1)]
-        if floor or lossy:
-            name = type(self.inner).__name__
-            holes = tuple(normalize((i, i + 1) for i in lossy))
-            floor_runs = tuple(normalize((i, i + 1) for i in floor))
-            decision = Decision("refuse", (*((FLOOR_IN_TAIL,) if floor else ()), *((NO_HOLE,) if lossy else ())),
-                                holes)
-            sentences = [f"{name} would drop the messages at [{lo}, {hi}) from the model's view without a summary, "
-                         "and no spill holds them" for lo, hi in holes]
-            sentences += [f"{name} would drop the messages at [{lo}, {hi}) from the model's view, inside the floor "
-                          f"(the last {span} messages)" for lo, hi in floor_runs]
-            end = max(fresh) + 1
-            ledger.log_refusal(decision, summary_input=(end, end), summary_covers=(end, end), tail_start=end)
-            if self.options.on_refuse == "halt" or (self.options.on_refuse == "spill" and floor):
-                why = "nothing was dropped" if not floor else "a spill cannot repair the floor; nothing was dropped"
-                raise UnrecoverableCompactionError.from_decision(decision, [*sentences, why])
-            if self.options.on_refuse == "defer":
-                return sorted(floor + lossy)
-            try:
-                guard.spill_runs(holes, lambda run: self._payload(run, stored))
-            except SpillFailed as exc:
-                raise UnrecoverableCompactionError.from_decision(
-                    decision, [*sentences, f"{exc}, nothing was dropped: {exc.__cause__}"]) from exc.__cause__
-        runs = list(normalize((i, i + 1) for i in fresh))
-        for lo, hi in runs:
-            ledger.truncate(lo, hi)
-        self._settled.add(runs)
+        lossy = [i for i in fresh if (i < phi or span == 0) and not spilled.covers(i, i + 1)]
+        return _Plan(fresh, floor, lossy)
+
+    def _resolve(self, plan: _Plan, stored: Sequence[LLMMessage], guard: CompactionGuard) -> list[int]:
+        """Decide the plan before the view is returned. Returns the offsets ``defer`` puts back
+        into the view (empty otherwise); ``halt`` (and ``spill`` facing the floor or a failed
+        write) raises, nothing recorded but the refusal."""
+        if not plan.floor and not plan.lossy:
+            return []
+        ledger = guard.ledger
+        span = self.options.recovery_floor_span
+        name = type(self.inner).__name__
+        holes = tuple(normalize((i, i + 1) for i in plan.lossy))
+        floor_runs = tuple(normalize((i, i + 1) for i in plan.floor))
+        decision = Decision("refuse", (*((FLOOR_IN_TAIL,) if plan.floor else ()), *((NO_HOLE,) if plan.lossy else ())),
+                            holes)
+        sentences = [f"{name} would drop the messages at [{lo}, {hi}) from the model's view without a summary, "
+                     "and no spill holds them" for lo, hi in holes]
+        sentences += [f"{name} would drop the messages at [{lo}, {hi}) from the model's view, inside the floor "
+                      f"(the last {span} messages)" for lo, hi in floor_runs]
+        end = max(plan.fresh) + 1
+        ledger.log_refusal(decision, summary_input=(end, end), summary_covers=(end, end), tail_start=end)
+        on_refuse = self.options.on_refuse
+        if on_refuse == "halt" or (on_refuse == "spill" and plan.floor):
+            why = "a spill cannot repair the floor; nothing was dropped" if plan.floor else "nothing was dropped"
+            raise UnrecoverableCompactionError.from_decision(decision, [*sentences, why])
+        if on_refuse == "defer":
+            return sorted(plan.floor + plan.lossy)
+        try:
+            guard.spill_runs(holes, lambda run: self._payload(run, stored))
+        except SpillFailed as exc:
+            raise UnrecoverableCompactionError.from_decision(
+                decision, [*sentences, f"{exc}, nothing was dropped: {exc.__cause__}"]) from exc.__cause__
         return []
+
+    def _confirm(self, stored: Sequence[LLMMessage]) -> None:
+        """``inner`` computed its view without changing what it stores (AutoGen's contexts work on a
+        copy); a context that removed or replaced stored messages is refused."""
+        now = self._messages
+        if len(now) != len(stored) or any(a is not b for a, b in zip(now, stored, strict=True)):
+            raise AdapterError(f"{type(self.inner).__name__}.get_messages() changed the stored messages; the guard "
+                               "reads the view as a view and cannot place such a change")
+
+    def _apply(self, plan: _Plan, back: list[int], guard: CompactionGuard) -> None:
+        """Record the messages that left the view (spilled or not, as decided) as truncated."""
+        gone = [i for i in plan.fresh if i not in set(back)]
+        runs = list(normalize((i, i + 1) for i in gone))
+        for lo, hi in runs:
+            guard.ledger.truncate(lo, hi)
+        self._settled.add(runs)
 
     def _payload(self, run: Pair, stored: Sequence[LLMMessage]) -> bytes:
         items = [((i, i + 1), f"m{i}", _dump(stored[i])) for i in range(run[0], run[1])]

@@ -278,3 +278,46 @@ def test_bad_arguments_are_clear_errors() -> None:
     with pytest.raises(TypeError, match="already guarded"):
         GuardedChatCompletionContext(GuardedChatCompletionContext(inner, recovery_floor_span=1),
                                      recovery_floor_span=1)
+
+
+def test_the_guard_refuses_the_presets_counterexample_and_nothing_safe() -> None:
+    """Runtime and config agree (brief 6d): check-config's buffered counterexample, replayed through
+    the real context under the guard (halt), is refused at the trace's last append naming the turn
+    the finding names; the safe policy (unbounded) is never refused (above)."""
+    from tests.presets import autogen_driver as ag
+    from tests.presets.harness import Turn
+    from tests.presets.test_autogen_preset import EXAMPLES_DIR, check_config
+
+    found = check_config(EXAMPLES_DIR / "autogen-buffered.toml")
+    hole = next(f for f in found["findings"] if f["kind"] == "hole")
+    ctx = GuardedChatCompletionContext(BufferedChatCompletionContext(buffer_size=20), recovery_floor_span=8)
+
+    async def replay() -> int:
+        for i, count in enumerate(hole["messages"]):
+            for m in ag.messages(i, Turn("chat", (1,) * count)):
+                await ctx.add_message(m)
+            try:
+                await ctx.get_messages()
+            except UnrecoverableCompactionError as exc:
+                assert exc.holes == ((0, 1),)  # the first message of turn 0, the turn the finding names
+                assert hole["offsets"] == [0]
+                return i + 1
+        return 0
+
+    assert asyncio.run(replay()) == hole["step"]
+
+
+def test_the_integrations_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/integrations.md's AutoGen snippet runs offline as printed: the buffer drops, the guard
+    spills, and the state rides in the agent's state."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text(encoding="utf-8")
+    part = doc[doc.index("## AutoGen 0.7"):]
+    part = part[: part.index("\n## ", 1)]
+    snippets = re.findall(r"```python\n(.*?)```", part, flags=re.S)
+    assert len(snippets) == 1
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {"__name__": "docs_integrations_autogen"}
+    exec(compile(snippets[0], "integrations.md:autogen", "exec"), namespace)  # the doc's own code
+    context = namespace["context"]
+    assert context.guard.spills and namespace["state"]["llm_context"][STATE_KEY]["session"] == "alice"
+    assert any(p.name.endswith("-alice.jsonl") for p in (tmp_path / "logs").iterdir())

@@ -145,6 +145,20 @@ def test_a_floor_the_context_cannot_keep_halts_even_when_spilling(tmp_path: Path
         asyncio.run(play(a, range(1, 2)))
 
 
+@pytest.mark.parametrize(("span", "refused"), [(4, False), (5, True)])
+def test_the_floor_boundary(span: int, refused: bool, tmp_path: Path) -> None:
+    """A buffer of 4 keeps a floor of 4 messages (spilling what leaves), never one of 5."""
+    ctx = GuardedChatCompletionContext(BufferedChatCompletionContext(buffer_size=4), recovery_floor_span=span,
+                                       on_refuse="spill", store=tmp_path / "s")
+    a = agent(ctx)
+    if refused:
+        with pytest.raises(UnrecoverableCompactionError, match="inside the floor"):
+            asyncio.run(play(a, range(6)))
+    else:
+        asyncio.run(play(a, range(6)))
+        assert ctx.guard is not None and ctx.guard.spills
+
+
 def test_the_state_rides_in_save_state_and_a_restart_resumes(tmp_path: Path) -> None:
     """AutoGen's own persistence: ``AssistantAgent.save_state`` keeps the guard state in
     ``llm_context``; a new process (a new agent and guard) loads it, continues the same ledger and
@@ -177,6 +191,9 @@ def test_the_state_rides_in_save_state_and_a_restart_resumes(tmp_path: Path) -> 
     (log,) = list(logs.iterdir())
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert [x["event"] for x in lines].count("resume") == 1 and lines[0]["session_id"] == ctx1.session_id
+    truncated = [tuple(x["range"]) for x in lines if x["event"] == "truncate"]
+    spills = [tuple(x["range"]) for x in lines if x["event"] == "spill"]
+    assert truncated == spills  # each message recorded once, when it left the view
     assert main(["audit", str(log)], stdout=io.StringIO(), stderr=io.StringIO()) == 0
 
 
@@ -321,3 +338,20 @@ def test_the_integrations_snippet_runs(tmp_path: Path, monkeypatch: pytest.Monke
     context = namespace["context"]
     assert context.guard.spills and namespace["state"]["llm_context"][STATE_KEY]["session"] == "alice"
     assert any(p.name.endswith("-alice.jsonl") for p in (tmp_path / "logs").iterdir())
+
+
+def test_a_context_that_changes_its_store_while_viewing_is_refused() -> None:
+    """The guard reads the view as a view: a custom context whose get_messages() deletes stored
+    messages (instead of leaving them out) is refused, nothing recorded as dropped."""
+
+    class Deleting(BufferedChatCompletionContext):
+        async def get_messages(self) -> list[Any]:
+            view = await super().get_messages()
+            self._messages = list(view)  # forgets the rest for good
+            return view
+
+    ctx = GuardedChatCompletionContext(Deleting(buffer_size=2), recovery_floor_span=0, on_refuse="defer")
+    a = agent(ctx)
+    asyncio.run(play(a, range(1)))
+    with pytest.raises(AdapterError, match="changed the stored messages"):
+        asyncio.run(play(a, range(1, 2)))

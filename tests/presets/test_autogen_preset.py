@@ -131,6 +131,15 @@ def test_head_and_tail_agrees_with_the_preset_model(session: list[Turn], head: i
     compare_exact(pol, session, views)
 
 
+@pytest.mark.parametrize("limit", [35, 36, 37])
+def test_token_limited_boundary(limit: int) -> None:
+    """At the limit exactly nothing is lost, one token over it is (both sides, on the real context)."""
+    session = [Turn("human", (12,)), Turn("ai", (12,)), Turn("human", (12,))]  # 36 tokens
+    pol = policy(f'model_context = "TokenLimitedChatCompletionContext"\ntoken_limit = {limit}')
+    views = ag.run(ag.make("TokenLimitedChatCompletionContext", token_limit=limit), session)
+    assert first_loss(views) == model_first_loss(pol, session) == (2 if limit < 36 else None)
+
+
 @SETTINGS
 @given(session=turns(max_turns=30, max_size=20, tools=False), limit=st.integers(1, 120))
 def test_token_limited_loses_at_the_models_turn(session: list[Turn], limit: int) -> None:
@@ -202,6 +211,10 @@ def test_the_counterexample_reproduces_on_autogen(name: str) -> None:
     last = views[-1]
     lost_turns = sorted({last.owner[j] for j in range(len(last.owner)) if j not in last.held})
     named = hole["offsets"]
+    # the boundary is the real one: one unit less (a token, or the last message) loses nothing
+    short = [*session[:-1], *([Turn(session[-1].kind, (session[-1].sizes[0] - 1,))] if kind.startswith("Token")
+                              else [])]
+    assert first_loss(ag.run(ag.make(kind, **knobs), short)) is None
     if kind == "TokenLimitedChatCompletionContext":  # middle_out: as many turns, from the middle
         assert len(lost_turns) == len(named) and lost_turns != named, (lost_turns, named)
         assert lost_turns == [len(trace) // 2]

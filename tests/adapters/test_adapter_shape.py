@@ -30,6 +30,7 @@ pytest.importorskip("langmem", reason="install the frameworks extra (CI does)")
 pytest.importorskip("agents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("deepagents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("google.adk", reason="install the frameworks extra (CI does)")
+pytest.importorskip("autogen_core", reason="install the frameworks extra (CI does)")
 
 from agents import SQLiteSession
 from agents.memory.session_settings import SessionSettings
@@ -39,6 +40,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 import tailguard.adapters
 from tailguard.adapters import (
     GuardOptions,
+    autogen as ag_adapter,
     deepagents as da_adapter,
     google_adk as adk_adapter,
     langchain as lc_adapter,
@@ -46,12 +48,14 @@ from tailguard.adapters import (
     openai_agents as oa_adapter,
 )
 from tailguard.adapters._guard import STEPS
+from tailguard.adapters.autogen import GuardedChatCompletionContext
 from tailguard.adapters.deepagents import GuardedDeepAgentsSummarizationMiddleware
 from tailguard.adapters.google_adk import GuardedCompaction
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
 from tailguard.adapters.langmem import GuardedSummarizer
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
 from tailguard.pipeline.presets import (
+    autogen as ag_preset,
     deepagents as da_preset,
     google_adk as adk_preset,
     langchain as lc_preset,
@@ -69,9 +73,10 @@ ADAPTERS = {
     "langmem": ("langmem", "langmem", lm_preset.PRESET, GuardedSummarizer),
     "deepagents": ("deepagents", "deepagents", da_preset.PRESET, GuardedDeepAgentsSummarizationMiddleware),
     "google_adk": ("google-adk", "google.adk", adk_preset.PRESET, GuardedCompaction),
+    "autogen": ("autogen", "autogen_core", ag_preset.PRESET, GuardedChatCompletionContext),
 }
 MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter, "deepagents": da_adapter,
-           "google_adk": adk_adapter}
+           "google_adk": adk_adapter, "autogen": ag_adapter}
 
 
 def deep_middleware(**kw: Any) -> GuardedDeepAgentsSummarizationMiddleware:

@@ -68,6 +68,16 @@ def test_the_installed_packages_are_the_validated_ones(preset: object) -> None:
     ('[framework]\nname = "openhands.CondenserPipeline"\nmax_size = 8\nkeep_first = 4\n', 9,
      "framework.keep_first", "must be less than max_size // 2 - 1"),
     ('[framework]\nname = "openhands.CondenserPipeline"\n', 3, "messages_per_turn", "each event"),
+    ('[framework]\nname = "autogen"\nmodel_context = "BufferedChatCompletionContext"\n', 6,
+     "framework.buffer_size", "requires buffer_size"),
+    ('[framework]\nname = "autogen"\nmodel_context = "SlidingContext"\n', 8,
+     "framework.model_context", "expected one of"),
+    ('[framework]\nname = "autogen"\nbuffer_size = 4\n', 8,
+     "framework.buffer_size", "not a parameter of UnboundedChatCompletionContext"),
+    ('[framework]\nname = "autogen"\nmodel_context = "HeadAndTailChatCompletionContext"\nhead_size = 1\n'
+     'tail_size = 4\n', 3, "messages_per_turn", "without tool calls"),
+    ('[framework]\nname = "autogen"\nmodel_context = "TokenLimitedChatCompletionContext"\n', 6,
+     "framework.token_limit", "set window"),
     ('window = 5\n[framework]\nname = "langchain.SummarizationMiddleware"\n', 6, "window",
      "set the framework's own knobs under [framework]"),
     ('[framework]\nname = "langchain.SummarizationMiddleware"\ntrigger = {pages = 3}\n', 8,
@@ -158,6 +168,10 @@ EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.m
     "pydantic-ai-repaired.toml": ("safe", set()),
     "google-adk-sliding-window.toml": ("unsafe", {"floor"}),
     "google-adk-token-threshold.toml": ("safe", set()),
+    "autogen-defaults.toml": ("unsafe", {"overflow"}),
+    "autogen-buffered.toml": ("unsafe", {"hole"}),
+    "autogen-head-and-tail.toml": ("unsafe", {"hole"}),
+    "autogen-token-limited.toml": ("unsafe", {"hole", "unenforceable"}),
 }
 
 

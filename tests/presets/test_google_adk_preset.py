@@ -1,6 +1,6 @@
 """Differential test of the ``google_adk.EventsCompactionConfig`` preset against Google ADK.
 
-ADK runs as installed (tests/presets/adk_driver.py): the real ``Runner`` and ``App`` with an
+ADK runs as installed (tailguard/doctor/drivers/adk_app.py): the real ``Runner`` and ``App`` with an
 ``EventsCompactionConfig``, the real ``LlmEventSummarizer`` on a recording fake model, an
 ``InMemorySessionService``, and an agent on a fake ``BaseLlm`` that plays a script (text answers,
 calls of a ``probe`` tool that ADK runs). Every raw event carries a tag ``[e<i>]``. After the run
@@ -33,10 +33,10 @@ if not REQUIRE:
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tailguard.doctor.drivers import adk_app as adk
+from tailguard.doctor.drivers.adk_app import Step
 from tailguard.pipeline.policy import Policy, parse_policy
 from tailguard.pipeline.presets.google_adk import PRESET
-from tests.presets import adk_driver as adk
-from tests.presets.adk_driver import Step
 
 EXAMPLES = 25  # each example runs ADK for a whole session (about 0.1 s an invocation)
 SLOW_EXAMPLES = 120  # ``pytest -m slow``: sessions up to 60 events / 40 invocations, about 4 min

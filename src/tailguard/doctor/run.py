@@ -110,8 +110,9 @@ def package_checks(framework: Framework) -> list[PackageCheck]:
     ranges = adapter_ranges([framework.extra]) if framework.extra else {}
     versions = installed([*exact, *ranges])
     out = [PackageCheck(p, "preset", f"=={v}", versions[p], versions[p] == v) for p, v in exact.items()]
-    out += [PackageCheck(p, "adapter", spec, versions[p], versions[p] is not None and satisfies(versions[p] or "", spec))
-            for p, spec in ranges.items()]
+    for p, spec in ranges.items():
+        have = versions[p]
+        out.append(PackageCheck(p, "adapter", spec, have, have is not None and satisfies(have, spec)))
     return out
 
 

@@ -29,8 +29,14 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from tailguard.adapters.deepagents import GuardedDeepAgentsSummarizationMiddleware
-from tailguard.doctor.drivers.langchain_messages import compare, make_counter, observe, summarizer, turn_messages, \
-    turn_of
+from tailguard.doctor.drivers.langchain_messages import (
+    compare,
+    make_counter,
+    observe,
+    summarizer,
+    turn_messages,
+    turn_of,
+)
 from tailguard.doctor.harness import Case, Mismatch, ModelRun, Turn, covers, preset_policy, random_turns
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 

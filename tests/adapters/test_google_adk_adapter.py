@@ -29,10 +29,10 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
 from tailguard.adapters._offsets import AdapterError
 from tailguard.adapters.google_adk import STATE_KEY, GuardedCompaction, events_from_spill
-from tailguard.runtime.seed_api import UnrecoverableCompactionError
-from tailguard.spill import FileSpillStore
 from tailguard.doctor.drivers import adk_app as adk
 from tailguard.doctor.drivers.adk_app import Step
+from tailguard.runtime.seed_api import UnrecoverableCompactionError
+from tailguard.spill import FileSpillStore
 
 SLIDING = {"compaction_interval": 1, "overlap_size": 0}
 

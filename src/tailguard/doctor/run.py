@@ -15,9 +15,11 @@ command's exit code (:data:`EXIT_CODES`).
 from __future__ import annotations
 
 import importlib
+import logging
 import random
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,9 +132,16 @@ def check_framework(framework: Framework, *, sessions: int, seed: int, different
         report.status = "not-checked"
         return report
     wall, cpu = time.perf_counter(), time.process_time()
+    # the frameworks log and warn about what the checks do on purpose (a refused compaction, a
+    # trimmer's fallback): the report says what matters
+    quiet = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
     try:
-        _differential(framework, report, sessions, seed, progress)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _differential(framework, report, sessions, seed, progress)
     finally:
+        logging.disable(quiet)
         report.seconds = time.perf_counter() - wall
         report.cpu_seconds = time.process_time() - cpu
     if report.status == "not-installed":

@@ -47,6 +47,8 @@ SYSTEM = SystemMessage(content="You are a careful agent. " * 4)
 FIXED_SESSION = [Turn("human", (200,)), *[Turn("tools", (100, 150, 150)) for _ in range(14)]]
 FIXED_KNOBS: dict[str, Any] = {"trigger": ("tokens", 2000), "keep": ("messages", 6), "trim": 500,
                                "summary_tokens": 100, "failures": {8}}
+#: every offload fails: the trimmer's losses are recoverable nowhere, the guard must refuse
+FAILING_KNOBS: dict[str, Any] = {**FIXED_KNOBS, "failures": set(range(1, 41))}
 
 
 class FlakyBackend(FilesystemBackend):  # type: ignore[misc]
@@ -157,8 +159,9 @@ def run_adapter(session: list[Turn], k: dict[str, Any]) -> tuple[int, bool]:
     allowed = 0
     with tempfile.TemporaryDirectory() as tmp:
         backend = FlakyBackend(root_dir=Path(tmp), virtual_mode=True)
+        model = summarizer()
         mw = GuardedDeepAgentsSummarizationMiddleware(
-            summarizer(), backend=backend, recovery_floor_span=0, on_refuse="halt", log=io.StringIO(),
+            model, backend=backend, recovery_floor_span=0, on_refuse="halt", log=io.StringIO(),
             trigger=k["trigger"], keep=k["keep"], token_counter=make_counter(k["summary_tokens"]),
             trim_tokens_to_summarize=k["trim"])
         messages: list[BaseMessage] = []
@@ -167,7 +170,7 @@ def run_adapter(session: list[Turn], k: dict[str, Any]) -> tuple[int, bool]:
             messages = [*messages, *turn_messages(index, turn)]
             state["messages"] = messages
             backend.failing = index + 1 in k["failures"]
-            request = ModelRequest(model=None, messages=messages, system_message=SYSTEM, tools=[], state=state,
+            request = ModelRequest(model=model, messages=messages, system_message=SYSTEM, tools=[], state=state,
                                    runtime=None)
             try:
                 response = mw.wrap_model_call(request, lambda req: ModelResponse(result=[AIMessage(content="ok")]))
@@ -201,8 +204,8 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
     for _ in range(sessions - 1):
         k, session = random_knobs(rng), random_turns(rng)
         out.append(Case("preset", _label(k, session), lambda k=k, s=session: run(s, k)))
-    out.append(Case("adapter", _label(FIXED_KNOBS, FIXED_SESSION),
-                    lambda: adapter_agrees(FIXED_SESSION, FIXED_KNOBS, must_refuse=True)))
+    out.append(Case("adapter", _label(FAILING_KNOBS, FIXED_SESSION),
+                    lambda: adapter_agrees(FIXED_SESSION, FAILING_KNOBS, must_refuse=True)))
     k = dict(random_knobs(rng), trim=None, failures=set())
     session = random_turns(rng)
     out.append(Case("adapter", _label(k, session), lambda: adapter_agrees(session, k)))

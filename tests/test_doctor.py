@@ -70,7 +70,8 @@ def test_version_ranges(version: str, spec: str, inside: bool) -> None:
 def test_a_requirement_line_is_read_as_pip_writes_it() -> None:
     req = versions.parse_requirement('pydantic-ai-slim[openai]<2.69,>=2.68; extra == "pydantic-ai"')
     assert req == versions.Requirement("pydantic-ai-slim", "<2.69,>=2.68", "pydantic-ai")
-    marker = versions.parse_requirement("openhands-sdk<1.59,>=1.58; python_version >= \"3.12\" and extra == 'openhands'")
+    marker = versions.parse_requirement(
+        "openhands-sdk<1.59,>=1.58; python_version >= \"3.12\" and extra == 'openhands'")
     assert marker == versions.Requirement("openhands-sdk", "<1.59,>=1.58", "openhands")
 
 
@@ -236,3 +237,20 @@ def test_outside_the_range_but_agreeing_is_exit_3(monkeypatch: pytest.MonkeyPatc
     code, report, _ = doctor_json("--framework", "langmem", "--quick")
     entry = by_name(report)["langmem"]
     assert code == 3 and entry["status"] == "outside" and entry["compactions"] > 0, entry
+
+
+def test_an_adapter_that_never_refuses_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LangChain adapter broken on purpose (``on_refuse`` forced to ``defer``: it never
+    halts): the fixed session, whose trimmer drops what it never summarized, must be refused,
+    and doctor reports the adapter check as the disagreement."""
+    needs("langchain")
+    from tailguard.doctor.drivers import langchain as driver
+
+    class Lenient(driver.GuardedSummarizationMiddleware):  # type: ignore[misc,name-defined]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "on_refuse": "defer"})
+
+    monkeypatch.setattr(driver, "GuardedSummarizationMiddleware", Lenient)
+    code, report, _ = doctor_json("--framework", "langchain", "--quick")
+    d = by_name(report)["langchain"]["disagreement"]
+    assert code == 1 and d["check"] == "adapter" and "the adapter allowed all" in d["what"], d

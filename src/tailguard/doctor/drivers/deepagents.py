@@ -12,6 +12,7 @@ offload wrote to the backend.
 
 from __future__ import annotations
 
+import functools
 import io
 import random
 import tempfile
@@ -26,7 +27,7 @@ from deepagents.middleware.summarization import (
     SummarizationMiddleware,
 )
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, SystemMessage
 
 from tailguard.adapters.deepagents import GuardedDeepAgentsSummarizationMiddleware
 from tailguard.doctor.drivers.langchain_messages import (
@@ -51,7 +52,7 @@ FIXED_KNOBS: dict[str, Any] = {"trigger": ("tokens", 2000), "keep": ("messages",
 FAILING_KNOBS: dict[str, Any] = {**FIXED_KNOBS, "failures": set(range(1, 41))}
 
 
-class FlakyBackend(FilesystemBackend):  # type: ignore[misc]
+class FlakyBackend(FilesystemBackend):
     """A real ``FilesystemBackend`` whose writes fail while ``failing`` is set."""
 
     failing = False
@@ -96,8 +97,8 @@ def run(session: list[Turn], k: dict[str, Any]) -> int:
                                      token_counter=make_counter(k["summary_tokens"]),
                                      trim_tokens_to_summarize=k["trim"])
         sim = ModelRun(policy)
-        messages: list[BaseMessage] = []
-        state: dict[str, Any] = {"messages": messages}
+        messages: list[Any] = []
+        state: Any = {"messages": messages}
         covered: set[int] = set()  # what the real summary covers
         offloaded_turns: set[int] = set()  # what the real offload holds
         for index, turn in enumerate(session):
@@ -164,8 +165,8 @@ def run_adapter(session: list[Turn], k: dict[str, Any]) -> tuple[int, bool]:
             model, backend=backend, recovery_floor_span=0, on_refuse="halt", log=io.StringIO(),
             trigger=k["trigger"], keep=k["keep"], token_counter=make_counter(k["summary_tokens"]),
             trim_tokens_to_summarize=k["trim"])
-        messages: list[BaseMessage] = []
-        state: dict[str, Any] = {"messages": messages}
+        messages: list[Any] = []
+        state: Any = {"messages": messages}
         for index, turn in enumerate(session):
             messages = [*messages, *turn_messages(index, turn)]
             state["messages"] = messages
@@ -203,7 +204,7 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
     out = [Case("preset", _label(FIXED_KNOBS, FIXED_SESSION), lambda: run(FIXED_SESSION, FIXED_KNOBS))]
     for _ in range(sessions - 1):
         k, session = random_knobs(rng), random_turns(rng)
-        out.append(Case("preset", _label(k, session), lambda k=k, s=session: run(s, k)))
+        out.append(Case("preset", _label(k, session), functools.partial(run, session, k)))
     out.append(Case("adapter", _label(FAILING_KNOBS, FIXED_SESSION),
                     lambda: adapter_agrees(FIXED_SESSION, FAILING_KNOBS, must_refuse=True)))
     k = dict(random_knobs(rng), trim=None, failures=set())

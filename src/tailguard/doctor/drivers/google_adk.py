@@ -21,6 +21,7 @@ allow every compaction.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import random
 from typing import Any
@@ -45,7 +46,7 @@ def policy(knobs: str, *, floor: int = 0, mpt: tuple[int, int] = (1, 1), max_tok
             f'floor = {floor}\nfloor_unit = "messages"\n[framework]\nname = "{PRESET.name}"\n{knobs}\n')
     out = parse_policy(text, "differential.toml")
     if keep is not None:  # a deliberately wrong translation
-        out = dataclasses.replace(out, stages=(dataclasses.replace(out.stages[0], keep=keep),))
+        out = out.with_knob("keep", keep, stage=0)
     return out
 
 
@@ -229,12 +230,12 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
         if i % 2 == 0:
             sizes, threshold, retention = random_token_session(rng)
             out.append(Case("preset", f"tokens: sizes {sizes}, threshold {threshold}, retention {retention}",
-                            lambda s=sizes, t=threshold, r=retention: compare_tokens(s, t, r)))
+                            functools.partial(compare_tokens, sizes, threshold, retention)))
         else:
             shapes = [rng.randint(0, 2) for _ in range(rng.randint(1, 12))]
             interval, overlap = rng.randint(1, 4), rng.randint(0, 4)
             out.append(Case("preset", f"sliding: shapes {shapes}, interval {interval}, overlap {overlap}",
-                            lambda s=shapes, i=interval, o=overlap: compare_sliding(s, i, o)))
+                            functools.partial(compare_sliding, shapes, interval, overlap)))
     sizes, _, retention = random_token_session(rng)
     sizes, retention = sizes + [40, 3, 25, 30] * 4, max(retention, 1)
     out.append(Case("adapter", f"tokens: sizes {sizes}, threshold 100, retention {retention}, floor {retention}",

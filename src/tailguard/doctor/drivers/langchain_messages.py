@@ -92,7 +92,7 @@ def whole(message: BaseMessage, prompt: str) -> bool:
     return text in prompt or html.escape(text, quote=False) in prompt
 
 
-def observe(before: list[BaseMessage], after: list[BaseMessage], prompt: str) -> Compaction:
+def observe(before: Sequence[BaseMessage], after: Sequence[BaseMessage], prompt: str) -> Compaction:
     """What a LangChain-style compaction did, from the context before and after it and the
     summarizer's prompt: turns deleted, shown whole, kept verbatim, and the earlier summary."""
     kept_ids = {m.id for m in after}

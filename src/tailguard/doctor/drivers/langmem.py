@@ -10,6 +10,7 @@ those the summarizer was shown whole, those still verbatim.
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import random
@@ -130,7 +131,7 @@ def run_adapter(session: list[Turn], k: dict[str, Any]) -> tuple[int, bool]:
     allowed, whether it refused one)."""
     guard = GuardedSummarizer(recovery_floor_span=0, on_refuse="halt", log=io.StringIO())
     model = summarizer(k["max_summary_tokens"])
-    messages: list[BaseMessage] = []
+    messages: list[Any] = []
     running: Any = None
     allowed = 0
     for index, turn in enumerate(session):
@@ -169,7 +170,7 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
     out = [Case("preset", _label(FIXED_KNOBS, FIXED_SESSION), lambda: run(FIXED_SESSION, FIXED_KNOBS))]
     for _ in range(sessions - 1):
         k, session = random_knobs(rng), random_turns(rng)
-        out.append(Case("preset", _label(k, session), lambda k=k, s=session: run(s, k)))
+        out.append(Case("preset", _label(k, session), functools.partial(run, session, k)))
     found = model_findings(FIXED_SESSION, FIXED_KNOBS)
     out.append(Case("adapter", _label(FIXED_KNOBS, FIXED_SESSION),
                     lambda: adapter_agrees(FIXED_SESSION, FIXED_KNOBS, must_refuse=bool(found))))

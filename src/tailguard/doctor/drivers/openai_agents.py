@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import io
 import json
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -32,6 +34,7 @@ from openai import AsyncOpenAI
 
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
 from tailguard.doctor.harness import Case, Compaction, Mismatch, ModelRun, Turn, content, preset_policy, random_turns
+from tailguard.pipeline.policy import Compact
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 
 __all__ = ["PRESET_NAME", "agent_run", "cases", "random_knobs", "run", "stub_client"]
@@ -62,8 +65,8 @@ def stub_client(sent: list[list[dict[str, Any]]]) -> AsyncOpenAI:
         return httpx.Response(200, json={"id": "resp_c", "object": "response.compaction", "created_at": 0,
                                          "output": output, "usage": USAGE})
 
-    return AsyncOpenAI(api_key="test", base_url="http://stub.invalid/v1",
-                       http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    return AsyncOpenAI(api_key="test", base_url="http://stub.invalid/v1",  # openai types its own httpx fork
+                       http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))  # type: ignore[arg-type]
 
 
 def text_of(item: dict[str, Any]) -> str:
@@ -77,7 +80,7 @@ def text_of(item: dict[str, Any]) -> str:
     return str(c)
 
 
-def items_of(index: int, turn: Turn) -> list[dict[str, Any]]:
+def items_of(index: int, turn: Turn) -> list[Any]:
     texts = [content(index, k, size) for k, size in enumerate(turn.sizes)]
     if turn.kind == "human":
         return [{"role": "user", "content": texts[0]}]
@@ -88,7 +91,7 @@ def items_of(index: int, turn: Turn) -> list[dict[str, Any]]:
             {"type": "function_call_output", "call_id": call, "output": texts[1]}]
 
 
-def turn_tags(items: list[dict[str, Any]]) -> dict[int, int]:
+def turn_tags(items: Sequence[Any]) -> dict[int, int]:
     """Turn index -> how many of its items appear (whole) among ``items``."""
     out: dict[int, int] = {}
     for item in items:
@@ -120,8 +123,11 @@ def run(session: list[Turn], k: dict[str, Any], force_window: bool = False) -> i
                            f'summary_tokens = {k["summary_tokens"]}\n'
                            f'fresh_session_per_turn = {int(k["fresh"])}\n')
     if force_window and k["limit"] is not None:  # a deliberately wrong translation
-        stage = dataclasses.replace(policy.stages[0], input_limit=k["limit"], input_limit_unit="messages")
-        policy = dataclasses.replace(policy, stages=(stage,))
+        stage = policy.stages[0]
+        if not isinstance(stage, Compact):
+            raise TypeError("the preset's first stage is not a compact stage")
+        policy = dataclasses.replace(policy, stages=(dataclasses.replace(stage, input_limit=k["limit"],
+                                                                         input_limit_unit="messages"),))
     sim = ModelRun(policy)
 
     async def go() -> int:
@@ -246,7 +252,7 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
     out = [Case("preset", _label(FIXED_KNOBS, FIXED_SESSION), lambda: run(FIXED_SESSION, FIXED_KNOBS))]
     for _ in range(sessions - 1):
         k, session = random_knobs(rng), agent_run(random_turns(rng, first_human=False))
-        out.append(Case("preset", _label(k, session), lambda k=k, s=session: run(s, k)))
+        out.append(Case("preset", _label(k, session), functools.partial(run, session, k)))
     found = model_findings(FIXED_SESSION, FIXED_KNOBS)
     out.append(Case("adapter", _label(FIXED_KNOBS, FIXED_SESSION),
                     lambda: adapter_agrees(FIXED_SESSION, FIXED_KNOBS, must_refuse=bool(found))))

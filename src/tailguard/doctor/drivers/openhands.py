@@ -23,6 +23,7 @@ must allow every condensation, and the marker oracle must find nothing lost.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import random
 import re
@@ -58,7 +59,7 @@ __all__ = ["Outcome", "RecordingLLM", "cases", "check_outcome", "policy_of", "ra
 
 TAG = re.compile(r"\[t(\d+)m0\]")
 #: the knobs of tests/adapters/data/openhands_agreement.toml (check-config: safe with floor 2)
-AGREEMENT = {"max_size": 10, "keep_first": 2, "floor": 2, "sizes": (12, 500)}
+AGREEMENT: dict[str, Any] = {"max_size": 10, "keep_first": 2, "floor": 2, "sizes": (12, 500)}
 
 
 class RecordingLLM(TestLLM):
@@ -151,8 +152,8 @@ def run(sizes: list[int], roles: list[str], k: dict[str, Any], *, policy: Policy
         after = View.from_events(log)
         kept = tuple(turn_of[e.id] for e in after.events if e.id in turn_of and turn_of[e.id] >= pinned)
         summary_shown = None if summary_text is None else summary_text in prompt
-        real = (forgotten, shown, kept, summary_shown)
-        model = (predicted.deleted, predicted.shown, predicted.kept,
+        real: tuple[Any, ...] = (forgotten, shown, kept, summary_shown)
+        model: tuple[Any, ...] = (predicted.deleted, predicted.shown, predicted.kept,
                  None if summary_text is None else predicted.summary_shown)
         if k.get("chars") is None:  # event_preview, as declared: the model shows a subset
             whole = tuple(t for t in forgotten if sizes[t] <= PREVIEW_CHARS)
@@ -201,7 +202,7 @@ def random_session(rng: random.Random, max_events: int = 60, longest: int = 900)
     return sizes, ["system", *(rng.choice(["user", "assistant"]) for _ in range(count - 1))]
 
 
-class _MarkerLLM(TestLLM):  # type: ignore[misc]
+class _MarkerLLM(TestLLM):
     """The SDK's ``TestLLM``: the summary is every tag its prompt holds."""
 
     __test__ = False
@@ -268,7 +269,7 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
         if k["chars"] is not None:
             s = [min(size, 300) for size in s]
         out.append(Case("preset", f"knobs {k}, {len(s)} events, pipeline {pipeline}",
-                        lambda s=s, r=r, k=k, p=pipeline: checked(s, r, k, p)))
+                        functools.partial(checked, s, r, k, pipeline)))
     lo, hi = AGREEMENT["sizes"]
     agreement = [rng.randint(lo, hi) for _ in range(rng.randint(15, 45))]
     out.append(Case("adapter", f"agreement knobs, sizes {agreement}", lambda: adapter_allows(agreement)))

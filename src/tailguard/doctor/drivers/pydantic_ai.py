@@ -19,7 +19,7 @@ compares the one at the next request). The adapter runs the same chats with a fl
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import random
 import re
@@ -52,7 +52,7 @@ def policy(threshold: int, floor: int = 0, *, keep: int | None = None) -> Policy
             f"message_count_threshold = {threshold}\n")
     out = parse_policy(text, "differential.toml")
     if keep is not None:  # a deliberately wrong translation
-        out = dataclasses.replace(out, stages=(dataclasses.replace(out.stages[0], keep=keep),))
+        out = out.with_knob("keep", keep, stage=0)
     return out
 
 
@@ -121,8 +121,8 @@ def real_run(kinds: list[str], threshold: int,
                                          "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
                                          "usage": USAGE})
 
-    client = AsyncOpenAI(api_key="test", base_url="http://stub.invalid/v1",
-                         http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    client = AsyncOpenAI(api_key="test", base_url="http://stub.invalid/v1",  # openai types its own httpx fork
+                         http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))  # type: ignore[arg-type]
     model = OpenAIResponsesModel("gpt-test", provider=OpenAIProvider(openai_client=client))
     before: list[tuple[set[int], bool]] = []
     after: list[tuple[set[int], bool]] = []
@@ -202,12 +202,16 @@ def adapter_allows(runs: int, threshold: int) -> int:
     return len(compacts)
 
 
+def compare_chat(runs: int, threshold: int) -> int:
+    return compare(script([0] * runs), threshold)
+
+
 def cases(rng: random.Random, sessions: int) -> list[Case]:
     out = [Case("preset", "20 runs, threshold 4", lambda: compare(script([0] * 20), 4))]
     for _ in range(sessions - 1):
         runs, threshold = rng.randint(1, 25), rng.randint(2, 14)
         out.append(Case("preset", f"{runs} runs, threshold {threshold}",
-                        lambda r=runs, t=threshold: compare(script([0] * r), t)))
+                        functools.partial(compare_chat, runs, threshold)))
     runs, threshold = rng.randint(4, 25), rng.randint(2, 8)
     out.append(Case("adapter", f"{runs} runs, threshold {threshold}, floor 1",
                     lambda: adapter_allows(runs, threshold)))

@@ -270,3 +270,18 @@ def test_the_token_rule_condenses_and_resets() -> None:
     # system prompt, the pinned first user message too, all shown to the summarizer
     sizes, roles = [100, 12, 500, *([12] * 40)], alternating(43)[1]
     assert run_tokens(sizes, roles, 900, 2)[1] == 1
+
+
+def test_doctor_agrees_on_the_sdk() -> None:
+    """``tailguard doctor`` in the SDK's own venv: the validated version, and the SDK agrees with
+    the preset and the adapter (tailguard.doctor.drivers.openhands)."""
+    import io
+    import json
+
+    from tailguard.cli.main import main
+
+    out = io.StringIO()
+    code = main(["doctor", "--framework", "openhands", "--quick", "--json"], stdout=out, stderr=io.StringIO())
+    entry = json.loads(out.getvalue())["frameworks"][0]
+    assert code == 0 and entry["status"] == "ok", entry
+    assert entry["compactions"] > 0 and entry["adapter_runs"] == 1, entry

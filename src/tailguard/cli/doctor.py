@@ -98,9 +98,12 @@ def _text(r: Report) -> str:
     for p in r.packages:
         mark = "ok" if p.ok else "OUTSIDE"
         lines.append(f"  {p.source} {p.name} {p.installed or 'not installed'} (validated {p.wanted}): {mark}")
-    if r.status in ("ok", "outside", "disagrees") and (r.sessions or r.adapter_runs):
+    if r.status in ("ok", "outside"):
         lines.append(f"  agreed on {r.sessions} sessions ({r.compactions} compactions compared) and "
                      f"{r.adapter_runs} adapter runs in {r.seconds:.1f} s")
+    elif r.status in ("disagrees", "error") and (r.sessions or r.adapter_runs):
+        lines.append(f"  agreed on {r.sessions} sessions ({r.compactions} compactions compared) and "
+                     f"{r.adapter_runs} adapter runs before this:")
     if r.disagreement is not None:
         d = r.disagreement
         at = f", compaction {d['compaction']}" if d["compaction"] else ""

@@ -89,6 +89,20 @@ def test_the_adapter_ranges_are_the_extras_of_pyproject() -> None:
         assert got == wanted, framework.name
 
 
+def test_from_a_source_tree_the_ranges_come_from_pyproject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a checkout without installing (no tailguard metadata): the same ranges, read
+    from the checkout's pyproject.toml."""
+    installed = versions.adapter_ranges(["langchain", "openhands"])
+
+    def missing(name: str) -> None:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "requires", missing)
+    from_source = versions.adapter_ranges(["langchain", "openhands"])
+    assert from_source and {k: set(v.split(",")) for k, v in from_source.items()} == \
+        {k: set(v.split(",")) for k, v in installed.items()}
+
+
 def test_every_registry_entry_names_a_preset_and_a_driver() -> None:
     from tailguard.pipeline.presets import PRESETS, find
 

@@ -25,9 +25,8 @@ MAX_SESSIONS = 10_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = "exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in sorted(EXIT_CODES.items())) + \
-        "\nframeworks: " + ", ".join(f.name for f in FRAMEWORKS)
+    parser.epilog = "exit codes: " + "; ".join(f"{code} {text}" for code, text in sorted(EXIT_CODES.items())) + \
+        ". Frameworks: " + ", ".join(f.name for f in FRAMEWORKS) + " (docs/doctor.md)."
     parser.add_argument("--framework", action="append", metavar="NAME", default=[],
                         help="check only this framework (repeatable; default: every framework)")
     parser.add_argument("--sessions", type=int, default=None, metavar="N",

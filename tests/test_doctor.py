@@ -161,6 +161,14 @@ def test_a_version_outside_the_range_is_reported_exit_3(monkeypatch: pytest.Monk
     assert outside == {("langchain", "preset"), ("langchain", "adapter")}
 
 
+def test_an_absent_optional_package_is_not_outside(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_versions(monkeypatch, {"langchain": "1.5.2", "langchain-core": "1.8.3", "langgraph": "1.2.24",
+                                "langgraph-checkpoint-sqlite": None})
+    code, report, _ = doctor_json("--framework", "langchain", "--versions-only")
+    sqlite = next(p for p in by_name(report)["langchain"]["packages"] if p["package"] == "langgraph-checkpoint-sqlite")
+    assert code == 0 and sqlite["installed"] is None and sqlite["in_range"]
+
+
 def test_validated_versions_only_are_exit_0(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_versions(monkeypatch, {"langchain": "1.5.2", "langchain-core": "1.8.3", "langgraph": "1.2.24",
                                 "langgraph-checkpoint-sqlite": "3.1.2"})

@@ -95,7 +95,7 @@ def _text(r: Report) -> str:
             lines.append(f"  {r.note}")
         return "\n".join(lines) + "\n"
     for p in r.packages:
-        mark = "ok" if p.ok else "OUTSIDE"
+        mark = "-" if p.installed is None else "ok" if p.ok else "OUTSIDE"
         lines.append(f"  {p.source} {p.name} {p.installed or 'not installed'} (validated {p.wanted}): {mark}")
     if r.status in ("ok", "outside"):
         lines.append(f"  agreed on {r.sessions} sessions ({r.compactions} compactions compared) and "

@@ -51,7 +51,8 @@ EXIT_CODES: dict[int, str] = {
 class PackageCheck:
     """One distribution: ``wanted`` the preset's exact version (``==1.5.2``) or the adapter's
     range (``>=1.5,<1.6``), ``source`` which (``preset`` or ``adapter``), ``installed`` its
-    version (``None``: absent), ``ok`` whether it is inside."""
+    version (``None``: absent), ``ok`` whether it is inside. An absent package is not outside
+    (only what is installed is compared; the framework's own package absent is ``not-installed``)."""
 
     name: str
     source: str
@@ -111,10 +112,10 @@ def package_checks(framework: Framework) -> list[PackageCheck]:
     exact = preset_versions(framework)
     ranges = adapter_ranges([framework.extra]) if framework.extra else {}
     versions = installed([*exact, *ranges])
-    out = [PackageCheck(p, "preset", f"=={v}", versions[p], versions[p] == v) for p, v in exact.items()]
+    out = [PackageCheck(p, "preset", f"=={v}", versions[p], versions[p] in (None, v)) for p, v in exact.items()]
     for p, spec in ranges.items():
         have = versions[p]
-        out.append(PackageCheck(p, "adapter", spec, have, have is not None and satisfies(have, spec)))
+        out.append(PackageCheck(p, "adapter", spec, have, have is None or satisfies(have, spec)))
     return out
 
 

@@ -104,7 +104,7 @@ def run_with_policy(session: list[Turn], k: dict[str, Any], policy_k: dict[str, 
     return compared, len(session)
 
 
-def compared(session: list[Turn], k: dict[str, Any]) -> int:
+def compactions_compared(session: list[Turn], k: dict[str, Any]) -> int:
     return run(session, k)[0]
 
 
@@ -161,7 +161,7 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
     out = [Case("preset", _label(FIXED_KNOBS, FIXED_SESSION), lambda: run(FIXED_SESSION, FIXED_KNOBS)[0])]
     for _ in range(sessions - 1):
         k, session = random_knobs(rng), random_turns(rng)
-        out.append(Case("preset", _label(k, session), functools.partial(compared, session, k)))
+        out.append(Case("preset", _label(k, session), functools.partial(compactions_compared, session, k)))
     out.append(Case("adapter", _label(FIXED_KNOBS, FIXED_SESSION),
                     lambda: adapter_agrees(FIXED_SESSION, FIXED_KNOBS, must_refuse=True)))
     k = dict(random_knobs(rng), trim=None)

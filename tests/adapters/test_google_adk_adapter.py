@@ -1,6 +1,6 @@
 """GuardedCompaction on the real Google ADK runner, with a marker oracle.
 
-ADK runs as installed (tests/presets/adk_driver.py): the real ``Runner``, ``App``,
+ADK runs as installed (tailguard/doctor/drivers/adk_app.py): the real ``Runner``, ``App``,
 ``EventsCompactionConfig`` and ``LlmEventSummarizer`` on fake ``BaseLlm`` models, in-memory and
 SQLite session services. Every raw event carries a tag ``[e<i>]``; a tag that no context,
 summary (what it was shown, transitively) or spill holds is lost. The loss ADK really suffers:
@@ -29,10 +29,10 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
 from tailguard.adapters._offsets import AdapterError
 from tailguard.adapters.google_adk import STATE_KEY, GuardedCompaction, events_from_spill
+from tailguard.doctor.drivers import adk_app as adk
+from tailguard.doctor.drivers.adk_app import Step
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore
-from tests.presets import adk_driver as adk
-from tests.presets.adk_driver import Step
 
 SLIDING = {"compaction_interval": 1, "overlap_size": 0}
 

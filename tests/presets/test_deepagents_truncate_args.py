@@ -47,11 +47,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from tailguard.cli.main import main
+from tailguard.doctor.drivers.langchain_messages import is_summary
 from tailguard.pipeline.model import ARGS_CLIPPED, Finding, replay
 from tailguard.pipeline.policy import ClipArgs, Policy, PolicyError, parse_policy
 from tailguard.pipeline.presets import translate
 from tailguard.pipeline.solver import Budget, decide
-from tests.presets.lc_driver import is_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS = ROOT / "examples" / "presets" / "deepagents-defaults.toml"

@@ -1,6 +1,7 @@
 """Differential test of the ``google_adk.EventsCompactionConfig`` preset against Google ADK.
 
-ADK runs as installed (tests/presets/adk_driver.py): the real ``Runner`` and ``App`` with an
+ADK runs as installed (:mod:`tailguard.doctor.drivers.google_adk`, which ``tailguard doctor``
+runs too, on :mod:`tailguard.doctor.drivers.adk_app`): the real ``Runner`` and ``App`` with an
 ``EventsCompactionConfig``, the real ``LlmEventSummarizer`` on a recording fake model, an
 ``InMemorySessionService``, and an agent on a fake ``BaseLlm`` that plays a script (text answers,
 calls of a ``probe`` tool that ADK runs). Every raw event carries a tag ``[e<i>]``. After the run
@@ -17,7 +18,6 @@ small, so ADK compacts whenever the model does; a mismatch otherwise).
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import tempfile
@@ -26,24 +26,26 @@ from typing import Any
 
 import pytest
 
-from tests.presets.harness import REQUIRE, ModelRun, Turn
+from tests.presets.harness import REQUIRE, Mismatch
 
 if not REQUIRE:
     pytest.importorskip("google.adk", reason="install the frameworks extra (CI does)")
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tailguard.pipeline.policy import Policy, parse_policy
+from tailguard.doctor.drivers import adk_app as adk
+from tailguard.doctor.drivers.adk_app import Step
+from tailguard.doctor.drivers.google_adk import (
+    compare_sliding,
+    compare_tokens,
+    policy,
+    real_compactions,
+    run_tokens,
+)
 from tailguard.pipeline.presets.google_adk import PRESET
-from tests.presets import adk_driver as adk
-from tests.presets.adk_driver import Step
 
 EXAMPLES = 25  # each example runs ADK for a whole session (about 0.1 s an invocation)
 SLOW_EXAMPLES = 120  # ``pytest -m slow``: sessions up to 60 events / 40 invocations, about 4 min
-
-
-class Mismatch(AssertionError):
-    pass
 
 
 def test_the_installed_versions_are_the_validated_ones() -> None:
@@ -51,88 +53,6 @@ def test_the_installed_versions_are_the_validated_ones() -> None:
 
     assert f"google-adk {version('google-adk')}" in PRESET.validated_on
     assert f"google-genai {version('google-genai')}" in PRESET.validated_on
-
-
-def policy(knobs: str, *, floor: int = 0, mpt: tuple[int, int] = (1, 1), max_tokens: int = 400,
-           keep: int | None = None) -> Policy:
-    text = (f'name = "differential"\nturn_tokens = [1, {max_tokens}]\nmessages_per_turn = [{mpt[0]}, {mpt[1]}]\n'
-            f'floor = {floor}\nfloor_unit = "messages"\n[framework]\nname = "{PRESET.name}"\n{knobs}\n')
-    out = parse_policy(text, "differential.toml")
-    if keep is not None:  # a deliberately wrong translation
-        out = dataclasses.replace(out, stages=(dataclasses.replace(out.stages[0], keep=keep),))
-    return out
-
-
-@dataclasses.dataclass
-class RealCompaction:
-    after: int  # the raw event it was written after
-    deleted: list[int]  # raw events that left the context
-    shown: list[int]  # raw events the summarizer's prompt holds
-    kept: list[int]  # raw events in the context after it
-    summary_shown: bool  # an earlier summary in the prompt
-    dropped: list[int]  # summaries that left the context
-    prompt: str
-
-
-def real_compactions(events: list[Any], prompts: list[str]) -> list[RealCompaction]:
-    out: list[RealCompaction] = []
-    raw_seen = 0
-    for p, e in enumerate(events):
-        if not (e.actions and e.actions.compaction):
-            raw_seen += 1
-            continue
-        k = len(out)
-        before_raw, before_s = adk.context(events[:p])
-        after_raw, after_s = adk.context(events[:p + 1])
-        prompt = prompts[k]
-        out.append(RealCompaction(
-            raw_seen - 1, sorted(set(before_raw) - set(after_raw)),
-            sorted({int(t) for t in adk.TAG.findall(prompt)}), sorted(after_raw),
-            bool(adk.SUMMARY_TAG.search(prompt)), sorted(set(before_s) - set(after_s)), prompt))
-    if len(out) != len(prompts):
-        raise Mismatch(f"{len(prompts)} summarizer calls, {len(out)} compaction events written")
-    return out
-
-
-# -- token threshold: a turn is an event ---------------------------------------------------------
-
-
-async def run_tokens(sizes: list[int], threshold: int, retention: int, summary_tokens: int
-                     ) -> tuple[list[Any], list[str]]:
-    app = await adk.build({"token_threshold": threshold, "event_retention_size": retention},
-                          summary_tokens=summary_tokens)
-    for i in range(0, len(sizes), 2):
-        await app.invoke(sizes[i], [Step(sizes[i + 1])])
-    return await app.session_events(), app.summary_model.prompts
-
-
-def compare_tokens(sizes: list[int], threshold: int, retention: int, summary_tokens: int = 10,
-                   *, keep: int | None = None) -> int:
-    events, prompts = adk.run(run_tokens(sizes, threshold, retention, summary_tokens))
-    real = {c.after: c for c in real_compactions(events, prompts)}
-    sim = ModelRun(policy(f"token_threshold = {threshold}\nevent_retention_size = {retention}\n"
-                          f"summary_tokens = {summary_tokens}", keep=keep))
-    compared = 0
-    for i, size in enumerate(sizes):
-        had_summary = sim.state.summary
-        predicted, _ = sim.append(Turn("human", (size,)))
-        got = real.get(i)
-        where = f"event {i} (sizes {sizes}, threshold {threshold}, retention {retention})"
-        if got is None and predicted is None:
-            continue
-        if got is None or predicted is None:
-            raise Mismatch(f"{where}: ADK compacted {got and got.deleted}, the model {predicted and predicted.deleted}")
-        if (tuple(got.deleted), tuple(got.shown), tuple(got.kept)) != (predicted.deleted, predicted.shown,
-                                                                        predicted.kept):
-            raise Mismatch(f"{where}: ADK deleted {got.deleted}, showed {got.shown}, kept {got.kept}; the model "
-                           f"deleted {predicted.deleted}, showed {predicted.shown}, kept {predicted.kept}")
-        if got.summary_shown is not had_summary:  # summary = "separate": the earlier one always shown
-            raise Mismatch(f"{where}: earlier summary shown: ADK {got.summary_shown}, the model {had_summary}")
-        compared += 1
-    gone = adk.lost(events, prompts)
-    if gone:
-        raise Mismatch(f"markers lost on ADK where the model finds no hole: {sorted(gone)}")
-    return compared
 
 
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -167,74 +87,6 @@ def test_the_token_harness_compares_real_compactions() -> None:
     assert compare_tokens([12, 3] * 12, 40, 1) >= 5
     with pytest.raises(Mismatch):
         compare_tokens(sizes, 40, 2, keep=3)
-
-
-# -- sliding window: a turn is an invocation -------------------------------------------------------
-
-
-async def run_sliding(shapes: list[int], interval: int, overlap: int) -> tuple[list[Any], list[str], list[list[int]]]:
-    """``shapes[k]``: tool rounds of invocation k. Returns the events, the prompts and each
-    invocation's raw tags."""
-    app = await adk.build({"compaction_interval": interval, "overlap_size": overlap})
-    turns: list[list[int]] = []
-    for rounds in shapes:
-        start = app.raw
-        await app.invoke(6, [*(Step(1, call=5) for _ in range(rounds)), Step(5)])
-        turns.append(list(range(start, app.raw)))
-    return await app.session_events(), app.summary_model.prompts, turns
-
-
-def compare_sliding(shapes: list[int], interval: int, overlap: int, *, keep: int | None = None) -> int:
-    events, prompts, turns = adk.run(run_sliding(shapes, interval, overlap))
-    turn_of = {t: k for k, ts in enumerate(turns) for t in ts}
-    real = {turn_of[c.after]: c for c in real_compactions(events, prompts)}
-    if len(real) != sum(1 for c in real_compactions(events, prompts)):
-        raise Mismatch("two compactions after one invocation")
-    most = max(2 + 2 * r for r in shapes)
-    sim = ModelRun(policy(f"compaction_interval = {interval}\noverlap_size = {overlap}\nsummary_tokens = 10",
-                          mpt=(2, max(most, 2)), max_tokens=249, keep=keep))
-    compared = 0
-    previous_first: int | None = None
-    for k, rounds in enumerate(shapes):
-        predicted, _ = sim.append(Turn("tools", (1,) * (2 + 2 * rounds)))
-        got = real.get(k)
-        where = f"invocation {k} (shapes {shapes}, interval {interval}, overlap {overlap})"
-        if got is None and predicted is None:
-            continue
-        if got is None or predicted is None:
-            raise Mismatch(f"{where}: ADK compacted {got and got.deleted}, the model {predicted and predicted.deleted}")
-        if got.after != turns[k][-1]:
-            raise Mismatch(f"{where}: ADK compacted after event {got.after}, not at the invocation's end")
-        deleted = sorted({turn_of[t] for t in got.deleted})
-        if any(set(turns[j]) - set(got.deleted) for j in deleted):
-            raise Mismatch(f"{where}: ADK split an invocation: {got.deleted}")
-        shown = sorted(j for j in range(len(turns)) if set(turns[j]) <= set(got.shown))
-        kept = sorted({turn_of[t] for t in got.kept})
-        if (tuple(deleted), tuple(j for j in shown if j in deleted), tuple(kept)) != (
-                predicted.deleted, predicted.shown, predicted.kept):
-            raise Mismatch(f"{where}: ADK deleted {deleted}, showed {shown}, kept {kept}; the model deleted "
-                           f"{predicted.deleted}, showed {predicted.shown}, kept {predicted.kept}")
-        # overlap_reshown: the re-read invocations are the overlap_size ones before the new ones
-        first_new = deleted[0]
-        reread = [j for j in shown if j not in deleted]
-        if reread != list(range(max(0, first_new - overlap), first_new)):
-            raise Mismatch(f"{where}: ADK re-read invocations {reread} (overlap {overlap}, first new {first_new})")
-        # summaries_accumulate: no earlier summary is shown; one that leaves is contained in the
-        # new range, whose raw events the new summary was shown
-        if got.summary_shown:
-            raise Mismatch(f"{where}: the sliding window showed an earlier summary")
-        for s in got.dropped:
-            held = {int(t) for t in adk.TAG.findall(prompts[s])}
-            if not held <= set(got.shown):
-                raise Mismatch(f"{where}: summary {s} left the context, its events {sorted(held - set(got.shown))} "
-                               "not shown again")
-        previous_first = first_new
-        compared += 1
-    assert previous_first is None or compared
-    gone = adk.lost(events, prompts)
-    if gone:
-        raise Mismatch(f"markers lost on ADK where the model finds no hole: {sorted(gone)}")
-    return compared
 
 
 @SETTINGS

@@ -3,7 +3,7 @@
 The installed ``SummarizationMiddleware`` runs offline (``before_model`` with LangChain's own
 ``GenericFakeChatModel`` as summarizer) over Hypothesis-generated sessions and knobs; at every
 append the preset's model is stepped on the same turn, and every compaction is compared
-(:func:`tests.presets.lc_driver.compare`: deleted, shown whole, kept verbatim, the earlier
+(:func:`tailguard.doctor.drivers.langchain_messages.compare`: deleted, shown whole, kept verbatim, the earlier
 summary), with the preset's declared differences checked as declared.
 """
 
@@ -17,9 +17,9 @@ from tests.presets.harness import (
     EXAMPLES,
     REQUIRE,
     SLOW_EXAMPLES,
+    Mismatch,
     ModelRun,
     Turn,
-    covers,
     preset_policy,
     turns,
 )
@@ -29,11 +29,11 @@ if not REQUIRE:
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 from langchain.agents.middleware.summarization import SummarizationMiddleware
-from langchain_core.messages import BaseMessage, RemoveMessage
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langchain_core.messages import BaseMessage
 
+from tailguard.doctor.drivers.langchain import run, run_with_policy, toml_knobs
+from tailguard.doctor.drivers.langchain_messages import compare, make_counter, observe, summarizer, turn_messages
 from tailguard.pipeline.presets import find
-from tests.presets.lc_driver import compare, make_counter, observe, summarizer, turn_messages
 
 
 @st.composite
@@ -58,60 +58,6 @@ def clause_knobs(draw: st.DrawFn) -> dict[str, Any]:
     return {**draw(knobs()), "trigger": trigger}
 
 
-def toml_size(size: tuple[str, int] | dict[str, int]) -> str:
-    if isinstance(size, dict):
-        return "{" + ", ".join(f"{kind} = {amount}" for kind, amount in size.items()) + "}"
-    return f'["{size[0]}", {size[1]}]'
-
-
-def toml_knobs(k: dict[str, Any]) -> str:
-    trim = "false" if k["trim"] is None else k["trim"]
-    trigger = k["trigger"]
-    trigger_text = "[" + ", ".join(toml_size(t) for t in trigger) + "]" if isinstance(trigger, list) \
-        else toml_size(trigger)
-    return (f'trigger = {trigger_text}\nkeep = ["{k["keep"][0]}", {k["keep"][1]}]\n'
-            f'trim_tokens_to_summarize = {trim}\nsummary_tokens = {k["summary_tokens"]}\n')
-
-
-def run(session: list[Turn], k: dict[str, Any]) -> tuple[int, int]:
-    """Drive LangChain and the model in lockstep; return (compactions compared, appends)."""
-    return run_with_policy(session, k, k)
-
-
-def run_with_policy(session: list[Turn], k: dict[str, Any], policy_k: dict[str, Any]) -> tuple[int, int]:
-    """``run`` with the model translated from ``policy_k`` (a wrong translation on purpose)."""
-    policy = preset_policy("langchain.SummarizationMiddleware", toml_knobs(policy_k))
-    model = summarizer()
-    mw = SummarizationMiddleware(model, trigger=k["trigger"], keep=k["keep"],
-                                 token_counter=make_counter(k["summary_tokens"]),
-                                 trim_tokens_to_summarize=k["trim"])
-    sim = ModelRun(policy)
-    messages: list[BaseMessage] = []
-    compared = 0
-    covered: set[int] = set()  # what the real summary covers
-    for index, turn in enumerate(session):
-        messages = [*messages, *turn_messages(index, turn)]
-        calls = len(model.calls)
-        update = mw.before_model({"messages": messages}, None)  # type: ignore[arg-type]
-        real = None
-        if update is not None:
-            out = update["messages"]
-            assert isinstance(out[0], RemoveMessage) and out[0].id == REMOVE_ALL_MESSAGES
-            prompt = model.calls[-1] if len(model.calls) > calls else ""
-            real = observe(messages, out[1:], prompt)
-            messages = list(out[1:])
-        predicted, kinds = sim.append(turn)
-        outcome = compare(real, predicted, kinds, index + 1)
-        if real is not None:
-            compared += 1
-            covered = covers(covered, real)
-        if outcome == "diverged" and real is not None:  # tail_rounds_up, as declared
-            sim.resync(real.kept, covered)
-        elif outcome == "skipped":
-            sim.undo(turn)
-    return compared, len(session)
-
-
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -133,8 +79,6 @@ def test_trigger_lists_and_clauses_agree_with_the_preset_model(session: list[Tur
 def test_a_wrong_clause_translation_is_caught() -> None:
     """Read an AND clause as an OR (fire on tokens alone): the harness must see LangChain wait
     for the message count."""
-    from tests.presets.lc_driver import Mismatch
-
     session = [Turn("human", (200,)), *[Turn("ai", (400,)) for _ in range(20)]]
     k = {"trigger": {"tokens": 2000, "messages": 12}, "keep": ("messages", 4), "trim": None,
          "summary_tokens": 100}
@@ -161,8 +105,6 @@ def test_the_harness_compares_real_compactions() -> None:
 def test_a_wrong_translation_is_caught() -> None:
     """Break the translation on purpose (keep one message more than LangChain): the harness
     must see the difference."""
-    from tests.presets.lc_driver import Mismatch
-
     session = [Turn("human", (200,)), *[Turn("ai", (300,)) for _ in range(20)]]
     k = {"trigger": ("tokens", 2000), "keep": ("messages", 6), "trim": None, "summary_tokens": 100}
     wrong = dict(k, keep=("messages", 7))
@@ -175,7 +117,7 @@ def test_a_wrong_translation_is_caught() -> None:
     with pytest.raises(Mismatch):
         for index, turn in enumerate(session):
             messages = [*messages, *turn_messages(index, turn)]
-            update = mw.before_model({"messages": messages}, None)  # type: ignore[arg-type]
+            update = mw.before_model({"messages": messages}, None)
             real = None
             if update is not None:
                 real = observe(messages, update["messages"][1:], model.calls[-1])

@@ -1,6 +1,7 @@
 """Differential test of the ``openhands.CondenserPipeline`` preset against the OpenHands SDK.
 
-The SDK runs as installed (openhands-sdk needs Python >= 3.12 and cannot share a venv with
+The SDK runs as installed (:mod:`tailguard.doctor.drivers.openhands`, which ``tailguard doctor``
+runs too; openhands-sdk needs Python >= 3.12 and cannot share a venv with
 the other frameworks: CI runs this file in ``.venvs/py3.12-openhands``, ``.ci/versions``).
 Its own ``LLMSummarizingCondenser`` (and a ``PipelineCondenser`` around it) condenses a
 conversation's ``View``, rebuilt from the event log with ``View.from_events`` after every
@@ -20,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata as md
 import os
-import re
 import sys
 from typing import Any
 
@@ -30,7 +30,7 @@ if sys.version_info < (3, 12):
     pytest.skip("openhands-sdk requires Python >= 3.12 (pip on 3.11 finds no version); CI runs this "
                 "file in .venvs/py3.12-openhands (.ci/versions)", allow_module_level=True)
 
-from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, ModelRun, Turn, content
+from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, Mismatch, ModelRun, Turn, content
 
 # offline: litellm reads its bundled model map instead of fetching it; no banner on import
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -39,139 +39,17 @@ if not REQUIRE:  # CI (TAILGUARD_REQUIRE_FRAMEWORKS=1): a missing SDK fails, nev
     pytest.importorskip("openhands.sdk", reason="install the openhands extra (Python >= 3.12)")
 
 from hypothesis import HealthCheck, given, settings, strategies as st
-from openhands.sdk.context.condenser import LLMSummarizingCondenser, PipelineCondenser
-from openhands.sdk.context.condenser.base import CondenserBase
+from openhands.sdk.context.condenser import LLMSummarizingCondenser
 from openhands.sdk.context.view import View
-from openhands.sdk.event import Condensation, MessageEvent, SystemPromptEvent
-from openhands.sdk.event.base import Event as SdkEvent, LLMConvertibleEvent
+from openhands.sdk.event import Condensation
+from openhands.sdk.event.base import Event as SdkEvent
 from openhands.sdk.llm import Message, TextContent
 from openhands.sdk.testing import TestLLM
-from pydantic import PrivateAttr
 
-from tailguard.pipeline.policy import Policy, parse_policy
+from tailguard.doctor.drivers.openhands import RecordingLLM, check_outcome, event, policy_of, run
+from tailguard.pipeline.policy import parse_policy
 from tailguard.pipeline.presets import find
 from tailguard.pipeline.presets.openhands import PREVIEW_CHARS
-
-TAG = re.compile(r"\[t(\d+)m0\]")
-
-
-class Mismatch(AssertionError):
-    pass
-
-
-class RecordingLLM(TestLLM):
-    """The SDK's ``TestLLM``: each call's prompt recorded, the reply the tags it could read (an
-    event's tag when the event's whole text is in the prompt, and the tags of a summary shown)."""
-
-    __test__ = False
-    _prompts: list[str] = PrivateAttr(default_factory=list)
-    _texts: dict[int, str] = PrivateAttr(default_factory=dict)
-
-    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
-        prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
-        self._prompts.append(prompt)
-        self._scripted_responses.append(
-            Message(role="assistant", content=[TextContent(text="SUMMARY " + " ".join(self.read(prompt)))]))
-        return super().completion(messages, *args, **kwargs)
-
-    def read(self, prompt: str) -> list[str]:
-        whole = {i for i, text in self._texts.items() if text in prompt}
-        summarized = {int(x) for line in prompt.splitlines() if "SUMMARY" in line for x in TAG.findall(line)}
-        return [f"[t{i}m0]" for i in sorted(whole | summarized)]
-
-
-def recording_llm() -> RecordingLLM:
-    return RecordingLLM(model="test-model", usage_id="condenser")
-
-
-def event(index: int, size: int, role: str) -> SdkEvent:
-    text = content(index, 0, size)
-    if index == 0:
-        return SystemPromptEvent(source="agent", system_prompt=TextContent(text=text), tools=[])
-    return MessageEvent(source="user" if role == "user" else "agent",
-                        llm_message=Message(role=role, content=[TextContent(text=text)]))
-
-
-def policy_of(k: dict[str, Any]) -> Policy:
-    text = (f'name = "differential"\nturn_tokens = [1, 1200]\nmessages_per_turn = [1, 1]\n'
-            f'floor = 0\nfloor_unit = "messages"\n[framework]\nname = "openhands.CondenserPipeline"\n'
-            f'max_size = {k["max_size"]}\nkeep_first = {k["keep_first"]}\n'
-            f'summary_tokens = {k["summary_tokens"]}\n')
-    if k.get("chars") is not None:
-        text += f'max_event_chars = {k["chars"]}\n'
-    return parse_policy(text, "differential.toml")
-
-
-@dataclasses.dataclass
-class Outcome:
-    compared: int
-    lost: set[str]  # markers in no final view event and no summary
-    model_holes: int
-
-
-def run(sizes: list[int], roles: list[str], k: dict[str, Any], *, policy: Policy | None = None,
-        pipeline: bool = False, llm: RecordingLLM | None = None) -> Outcome:
-    """Append the events one by one; condense the view after each, as the agent does."""
-    llm = llm or recording_llm()
-    condenser: CondenserBase = LLMSummarizingCondenser(llm=llm, max_size=k["max_size"], keep_first=k["keep_first"])
-    if pipeline:
-        condenser = PipelineCondenser(condensers=[condenser])
-    sim = ModelRun(policy or policy_of(k))
-    log: list[SdkEvent] = []
-    turn_of: dict[str, int] = {}
-    compared = holes = 0
-    pinned = max(k["keep_first"], 1)
-    summary_text: str | None = None
-    for index, size in enumerate(sizes):
-        ev = event(index, size, roles[index])
-        llm._texts[index] = content(index, 0, size)
-        turn_of[ev.id] = index
-        log.append(ev)
-        view = View.from_events(log)
-        calls = len(llm._prompts)
-        result = condenser.condense(view)
-        predicted, kinds = sim.append(Turn("human", (size,)))
-        holes += sum(1 for x in kinds if x.startswith("hole:"))
-        where = f"event {index} (max_size {k['max_size']}, keep_first {k['keep_first']})"
-        if not isinstance(result, Condensation):
-            if predicted is not None:
-                raise Mismatch(f"{where}: the model compacted, the SDK did not")
-            continue
-        if predicted is None:
-            raise Mismatch(f"{where}: the SDK condensed, the model did not trigger")
-        assert len(llm._prompts) == calls + 1, where
-        prompt = llm._prompts[-1]
-        present = [turn_of[e.id] for e in view.events if e.id in turn_of]
-        forgotten = tuple(sorted(turn_of[i] for i in result.forgotten_event_ids if i in turn_of))
-        shown = tuple(t for t in present if llm._texts[t] in prompt)
-        log.append(result)
-        after = View.from_events(log)
-        kept = tuple(turn_of[e.id] for e in after.events if e.id in turn_of and turn_of[e.id] >= pinned)
-        summary_shown = None if summary_text is None else summary_text in prompt
-        real = (forgotten, shown, kept, summary_shown)
-        model = (predicted.deleted, predicted.shown, predicted.kept,
-                 None if summary_text is None else predicted.summary_shown)
-        if k.get("chars") is None:  # event_preview, as declared: the model shows a subset
-            whole = tuple(t for t in forgotten if sizes[t] <= PREVIEW_CHARS)
-            whole_summary = None if summary_text is None else len(summary_text) <= PREVIEW_CHARS
-            if shown != whole or summary_shown != whole_summary:
-                raise Mismatch(f"{where}: the SDK showed {shown} (summary {summary_shown}), not the events "
-                               f"of at most {PREVIEW_CHARS} characters {whole} (summary {whole_summary})")
-            if not set(predicted.shown) <= set(shown) or model[3]:
-                raise Mismatch(f"{where}: the model showed {predicted.shown} (summary {model[3]}), more "
-                               f"than the SDK {shown}")
-            real, model = real[::2], model[::2]  # forgotten and kept: exact
-        if real != model:
-            raise Mismatch(f"{where}: the SDK forgot {forgotten}, showed {shown}, kept {kept}, previous "
-                           f"summary shown {summary_shown}; the model deleted {model[0]}, showed "
-                           f"{model[1]}, kept {model[2]}, summary shown {model[3]}")
-        summary_text = result.summary
-        compared += 1
-    final = View.from_events(log)
-    text = "\n".join(c.text for m in LLMConvertibleEvent.events_to_messages(final.events) for c in m.content
-                     if isinstance(c, TextContent))  # what the agent's LLM is sent
-    lost = {f"[t{i}m0]" for i in range(len(sizes))} - set(llm.read(text))
-    return Outcome(compared, lost, holes)
 
 
 @st.composite
@@ -208,13 +86,7 @@ def test_the_sdk_agrees_with_the_preset_model(session: tuple[list[int], list[str
     check(run(*session, k, pipeline=pipeline), k)
 
 
-def check(out: Outcome, k: dict[str, Any]) -> None:
-    """The marker oracle against the model: shown whole, nothing is lost and the model finds no
-    hole; under the careful model, a lost marker is always a hole the model reported."""
-    if k["chars"] is not None:
-        assert out.lost == set() and out.model_holes == 0, out
-    else:
-        assert not out.lost or out.model_holes > 0, out
+check = check_outcome  # the marker oracle against the model (the driver's, which doctor runs)
 
 
 @pytest.mark.slow
@@ -398,3 +270,18 @@ def test_the_token_rule_condenses_and_resets() -> None:
     # system prompt, the pinned first user message too, all shown to the summarizer
     sizes, roles = [100, 12, 500, *([12] * 40)], alternating(43)[1]
     assert run_tokens(sizes, roles, 900, 2)[1] == 1
+
+
+def test_doctor_agrees_on_the_sdk() -> None:
+    """``tailguard doctor`` in the SDK's own venv: the validated version, and the SDK agrees with
+    the preset and the adapter (tailguard.doctor.drivers.openhands)."""
+    import io
+    import json
+
+    from tailguard.cli.main import main
+
+    out = io.StringIO()
+    code = main(["doctor", "--framework", "openhands", "--quick", "--json"], stdout=out, stderr=io.StringIO())
+    entry = json.loads(out.getvalue())["frameworks"][0]
+    assert code == 0 and entry["status"] == "ok", entry
+    assert entry["compactions"] > 0 and entry["adapter_runs"] == 1, entry

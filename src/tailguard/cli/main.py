@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "spill": ("spill", "durable, content-addressed spill store"),
     "conform": ("conform", "run another implementation over the conformance vectors"),
     "verify-guard": ("verify_guard", "check a Python guard function against the spec"),
+    "doctor": ("doctor", "check the installed frameworks against each preset and adapter, offline"),
 }
 
 

@@ -1,6 +1,8 @@
 """LangChain-side pieces of the differential harness: messages of a session, the token
-counter the tests give the framework, a recording fake summarizer, and the comparison of one
-LangChain-style compaction (LangChain's middleware and deepagents', which delegates to it)."""
+counter the drivers give the framework, a recording fake summarizer (LangChain's own
+``GenericFakeChatModel``), and the comparison of one LangChain-style compaction (LangChain's
+middleware and deepagents', which delegates to it). Shared by the LangChain, deepagents and
+langmem drivers; imports LangChain, so only a driver imports it."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from tests.presets.harness import Compaction, Turn, content, holes
+from tailguard.doctor.harness import Compaction, Mismatch, Turn, content, holes
 
 SUMMARY_SOURCE = "summarization"
 
@@ -90,7 +92,7 @@ def whole(message: BaseMessage, prompt: str) -> bool:
     return text in prompt or html.escape(text, quote=False) in prompt
 
 
-def observe(before: list[BaseMessage], after: list[BaseMessage], prompt: str) -> Compaction:
+def observe(before: Sequence[BaseMessage], after: Sequence[BaseMessage], prompt: str) -> Compaction:
     """What a LangChain-style compaction did, from the context before and after it and the
     summarizer's prompt: turns deleted, shown whole, kept verbatim, and the earlier summary."""
     kept_ids = {m.id for m in after}
@@ -101,15 +103,12 @@ def observe(before: list[BaseMessage], after: list[BaseMessage], prompt: str) ->
             turn_msgs.setdefault(t, []).append(m)
     deleted = tuple(t for t, ms in turn_msgs.items() if all(m.id not in kept_ids for m in ms))
     kept = tuple(t for t, ms in turn_msgs.items() if all(m.id in kept_ids for m in ms))
-    assert len(deleted) + len(kept) == len(turn_msgs), "a turn was split"
+    if len(deleted) + len(kept) != len(turn_msgs):
+        raise Mismatch("a turn was split: some of its messages left the context, others stayed")
     shown = tuple(t for t in deleted if all(whole(m, prompt) for m in turn_msgs[t]))
     earlier = next((m for m in before if is_summary(m)), None)
     summary_shown = None if earlier is None else whole(earlier, prompt)
     return Compaction(deleted, shown, kept, summary_shown)
-
-
-class Mismatch(AssertionError):
-    pass
 
 
 def compare(real: Compaction | None, model: Compaction | None, kinds: list[str],
@@ -122,14 +121,13 @@ def compare(real: Compaction | None, model: Compaction | None, kinds: list[str],
     where = f"append {at}"
     if real is None and model is None:
         return "same"
-    if real is None:
-        assert model is not None
+    if real is None and model is not None:
         if model.deleted == () and model.summary_shown is not None:
             return "same"  # summary_in_tail: the model re-summarized the summary alone
         if model.kept == () and model.deleted == (at - 1,) and model.summary_shown is None:
             return "skipped"  # tail_rounds_up: a lone message over a token keep stays
         raise Mismatch(f"{where}: the model compacted {model}, LangChain did not")
-    if model is None:
+    if model is None or real is None:
         raise Mismatch(f"{where}: LangChain compacted {real}, the model did not")
     if real.deleted != model.deleted:
         extra = set(model.deleted) - set(real.deleted)

@@ -1,4 +1,5 @@
-"""Google ADK driven offline: fake ``BaseLlm`` subclasses for the agent and the summarizer, the
+"""Google ADK driven offline (the differential driver of :mod:`tailguard.doctor.drivers.google_adk`
+and the adapter tests): fake ``BaseLlm`` subclasses for the agent and the summarizer, the
 real ``Runner``, ``App``, ``EventsCompactionConfig``, ``LlmEventSummarizer`` and session services.
 
 Every raw event carries a unique tag ``[e<i>]`` (``i`` its index among the session's raw
@@ -136,7 +137,8 @@ class Adk:
 
     async def session_events(self) -> list[Event]:
         s = await self.service.get_session(app_name=APP, user_id=USER, session_id=self.session_id)
-        assert s is not None
+        if s is None:
+            raise LookupError(f"session {self.session_id} is gone from the session service")
         return list(s.events)
 
 

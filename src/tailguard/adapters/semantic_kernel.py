@@ -244,10 +244,11 @@ class _Guarded:
             return None
         summary = self._confirm(observed, shadow.messages)
         plan, held = self._plan(sess, observed, shadow.messages, shadow._tailguard_shown or [])
+        earlier = len(sess.guard.spills)
         res = self._resolve(sess, plan, held)
         if res == "defer":
             return None
-        self._apply(sess, plan, shadow.messages, summary)
+        self._apply(sess, plan, shadow.messages, summary, earlier)
         return self
 
     # -- the steps -------------------------------------------------------------------------
@@ -319,8 +320,9 @@ class _Guarded:
         return sess.guard.resolve(plan, payload).action
 
     def _apply(self, sess: _Session, plan: Plan, after: list[ChatMessageContent],
-               summary: ChatMessageContent | None) -> None:
-        """Commit the reduction and give the real history the shadow's messages."""
+               summary: ChatMessageContent | None, earlier: int = 0) -> None:
+        """Commit the reduction and give the real history the shadow's messages (a summary names
+        the spills of its reduction, ``guard.spills[earlier:]``, in its metadata)."""
         tracker = sess.guard.tracker
         if summary is not None:
             key = f"summary:{uuid.uuid4().hex}"
@@ -328,8 +330,7 @@ class _Guarded:
             sid = sess.guard.ledger.next_summary_id
             tracker.commit(plan, key=key, summary=sid)
             summary.metadata["tailguard"] = {"summary": sid, "spills": [
-                {"range": [lo, hi], "handle": h} for (lo, hi), h in sess.guard.spills]}
-            sess.guard.spills.clear()
+                {"range": [lo, hi], "handle": h} for (lo, hi), h in sess.guard.spills[earlier:]]}
             self.messages = after
             return
         # a truncation: nothing summarized; what it deletes was spilled (the ledger allowed it),

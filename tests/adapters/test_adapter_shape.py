@@ -30,6 +30,7 @@ pytest.importorskip("langmem", reason="install the frameworks extra (CI does)")
 pytest.importorskip("agents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("deepagents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("google.adk", reason="install the frameworks extra (CI does)")
+pytest.importorskip("semantic_kernel", reason="install the frameworks extra (CI does)")
 
 from agents import SQLiteSession
 from agents.memory.session_settings import SessionSettings
@@ -44,6 +45,7 @@ from tailguard.adapters import (
     langchain as lc_adapter,
     langmem as lm_adapter,
     openai_agents as oa_adapter,
+    semantic_kernel as sk_adapter,
 )
 from tailguard.adapters._guard import STEPS
 from tailguard.adapters.deepagents import GuardedDeepAgentsSummarizationMiddleware
@@ -51,12 +53,14 @@ from tailguard.adapters.google_adk import GuardedCompaction
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
 from tailguard.adapters.langmem import GuardedSummarizer
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
+from tailguard.adapters.semantic_kernel import GuardedReducer
 from tailguard.pipeline.presets import (
     deepagents as da_preset,
     google_adk as adk_preset,
     langchain as lc_preset,
     langmem as lm_preset,
     openai_agents as oa_preset,
+    semantic_kernel as sk_preset,
 )
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tests.adapters.fakes import RecordingChatModel, conversation, recording_model
@@ -69,9 +73,10 @@ ADAPTERS = {
     "langmem": ("langmem", "langmem", lm_preset.PRESET, GuardedSummarizer),
     "deepagents": ("deepagents", "deepagents", da_preset.PRESET, GuardedDeepAgentsSummarizationMiddleware),
     "google_adk": ("google-adk", "google.adk", adk_preset.PRESET, GuardedCompaction),
+    "semantic_kernel": ("semantic-kernel", "semantic_kernel", sk_preset.SUMMARIZATION_PRESET, GuardedReducer),
 }
 MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter, "deepagents": da_adapter,
-           "google_adk": adk_adapter}
+           "google_adk": adk_adapter, "semantic_kernel": sk_adapter}
 
 
 def deep_middleware(**kw: Any) -> GuardedDeepAgentsSummarizationMiddleware:

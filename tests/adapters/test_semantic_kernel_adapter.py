@@ -236,7 +236,8 @@ def test_histories_stay_separate(tmp_path: Path) -> None:
     assert (ga.ledger.history_end, gb.ledger.history_end) == (16, 10)
     guard.close()
     logs = list((tmp_path / "logs").iterdir())
-    assert len(logs) == 2 and all(main(["audit", "--profile", "partitioned", str(p)], stdout=io.StringIO()) == 0 for p in logs)
+    assert len(logs) == 2
+    assert all(main(["audit", "--profile", "partitioned", str(p)], stdout=io.StringIO()) == 0 for p in logs)
 
 
 def test_a_history_reduced_before_the_guard_is_adopted_or_refused(tmp_path: Path) -> None:

@@ -38,8 +38,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import PrivateAttr
-
 from tailguard.adapters._guard import (
     UNSET,
     CompactionGuard,
@@ -60,6 +58,7 @@ from tailguard.pipeline.presets.semantic_kernel import SUMMARIZATION_PRESET
 from tailguard.spill import SpillStore
 
 try:
+    from pydantic import PrivateAttr
     from semantic_kernel.contents.chat_message_content import ChatMessageContent
     from semantic_kernel.contents.history_reducer.chat_history_reducer_utils import SUMMARY_METADATA_KEY
     from semantic_kernel.contents.history_reducer.chat_history_summarization_reducer import (
@@ -196,7 +195,7 @@ class _Observed:
     pinned: ChatMessageContent | None
 
 
-class _Guarded:
+class GuardedReducer:
     """The guarded ``reduce()`` shared by both reducers (a mixin before SK's class)."""
 
     _summarization: ClassVar[bool]
@@ -341,7 +340,7 @@ class _Guarded:
                          for m in after if m is not pinned])
 
 
-class GuardedTruncationReducer(_Guarded, ChatHistoryTruncationReducer):  # type: ignore[misc]
+class GuardedTruncationReducer(GuardedReducer, ChatHistoryTruncationReducer):  # type: ignore[misc]
     """SK's ``ChatHistoryTruncationReducer`` whose every ``reduce()`` the guard decides first.
     ``guard=``: a :class:`ReducerGuard`."""
 
@@ -372,7 +371,7 @@ class GuardedTruncationReducer(_Guarded, ChatHistoryTruncationReducer):  # type:
         return ChatHistoryTruncationReducer.__hash__(self)
 
 
-class GuardedSummarizationReducer(_Guarded, ChatHistorySummarizationReducer):  # type: ignore[misc]
+class GuardedSummarizationReducer(GuardedReducer, ChatHistorySummarizationReducer):  # type: ignore[misc]
     """SK's ``ChatHistorySummarizationReducer`` whose every ``reduce()`` the guard decides first.
     ``guard=``: a :class:`ReducerGuard`."""
 

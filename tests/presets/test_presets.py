@@ -158,6 +158,8 @@ EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.m
     "pydantic-ai-repaired.toml": ("safe", set()),
     "google-adk-sliding-window.toml": ("unsafe", {"floor"}),
     "google-adk-token-threshold.toml": ("safe", set()),
+    "semantic-kernel-truncation.toml": ("unsafe", {"hole"}),
+    "semantic-kernel-summarization.toml": ("safe", set()),
 }
 
 

@@ -240,6 +240,25 @@ def test_histories_stay_separate(tmp_path: Path) -> None:
     assert all(main(["audit", "--profile", "partitioned", str(p)], stdout=io.StringIO()) == 0 for p in logs)
 
 
+def test_concurrent_reductions_of_one_history_share_its_session(tmp_path: Path) -> None:
+    """Two reduce() calls of one new history at once (the summarizer's request lets the other
+    run): one reduces, the other then finds nothing to reduce, and both belong to one session
+    (one log)."""
+    guard = ReducerGuard(recovery_floor_span=0, on_refuse="spill", store=tmp_path / "s", log=f"{tmp_path}/logs/")
+    reducer = GuardedSummarizationReducer(service=sk.StubEndpoint().service(), target_count=2, guard=guard)
+    for m in session()[:6]:
+        reducer.add_message(m)
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(reducer.reduce(), reducer.reduce()))
+
+    results = asyncio.run(both())
+    assert results.count(None) == 1 and any(r is reducer for r in results)
+    assert sk.raw_tags(reducer.messages) == {4, 5}
+    guard.close()
+    assert len(list((tmp_path / "logs").iterdir())) == 1
+
+
 def test_a_history_reduced_before_the_guard_is_adopted_or_refused(tmp_path: Path) -> None:
     ep = sk.StubEndpoint()
     plain = ChatHistorySummarizationReducer(service=ep.service(), target_count=3, auto_reduce=True)

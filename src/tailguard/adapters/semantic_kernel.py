@@ -151,7 +151,8 @@ class ReducerGuard:
     # -- sessions ------------------------------------------------------------------------
 
     def load(self, value: Any, new_sid: str) -> _Session:
-        """The session of a history holding the state ``value`` (None: a new session ``new_sid``)."""
+        """The session of a history holding the state ``value`` (None: a new session ``new_sid``;
+        anything else is checked, and refused with an :class:`AdapterError` naming why)."""
         if value is None:
             ledger, owned = self._logs.start(self.options, new_sid)
             guard = CompactionGuard(self.options, framework=FRAMEWORK, units=("messages",), session=new_sid,
@@ -224,15 +225,20 @@ class GuardedReducer:
         if guard is None:
             raise AdapterError("this history has no guard attached: give guard=ReducerGuard(...) or call "
                                "attach(guard) after restoring it")
-        value = self.tailguard_state
-        sid = value.get("session") if isinstance(value, dict) and isinstance(value.get("session"), str) else None
-        lock_key = sid or f"new:{id(self)}"
-        async with guard.sessions.alocked(lock_key):
-            sess = guard.load(value, uuid.uuid4().hex if sid is None else sid)
+        # one reduction of this history at a time; its state is read under the lock (a second
+        # caller sees what the first wrote). Two copies of one session cannot both continue it:
+        # the second's state no longer matches the log (SnapshotError)
+        async with guard.sessions.alocked(f"history:{id(self)}"):
+            sess = guard.load(self.tailguard_state, uuid.uuid4().hex)
             try:
                 return await self._guarded_reduce(guard, sess)
             finally:
-                self.tailguard_state = guard.state_value(sess)
+                try:
+                    self.tailguard_state = guard.state_value(sess)
+                except Exception:  # a ledger whose log failed decides nothing more; keep the last state
+                    dropped = guard.sessions.forget(sess.sid)
+                    if dropped is not None:
+                        dropped.close()
 
     async def _guarded_reduce(self, guard: ReducerGuard, sess: _Session) -> Any:
         observed = self._observe(guard, sess)

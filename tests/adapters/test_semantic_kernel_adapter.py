@@ -289,6 +289,26 @@ def test_a_failed_spill_halts_and_deletes_nothing(tmp_path: Path) -> None:
     assert len(reducer.messages) == 5
 
 
+def test_a_failing_summarizer_leaves_the_history_and_the_session_ready() -> None:
+    """SK raises ChatHistoryReducerException when its service fails (fail_on_error): nothing left
+    the history, and the next reduce() continues the same session."""
+    from semantic_kernel.exceptions.content_exceptions import ChatHistoryReducerException
+
+    endpoint = sk.StubEndpoint(fail=True)
+    log = io.StringIO()
+    reducer = GuardedSummarizationReducer(service=endpoint.service(), target_count=2,
+                                          guard=ReducerGuard(recovery_floor_span=2, log=log))
+    for m in session()[:5]:
+        reducer.add_message(m)
+    with pytest.raises(ChatHistoryReducerException):
+        asyncio.run(reducer.reduce())
+    assert len(reducer.messages) == 5 and reducer.session_id is not None
+    endpoint.fail = False
+    assert asyncio.run(reducer.reduce()) is reducer
+    assert sk.raw_tags(reducer.messages) == {3, 4} and set(range(5)) <= sk.tags(reducer.messages)
+    assert log.getvalue().count('"event": "session"') == 1
+
+
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(TypeError, match="recovery_floor_span= is required"):
         ReducerGuard()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.presets.harness import REQUIRE
 
@@ -170,6 +171,30 @@ def test_the_runtime_agrees_with_the_preset(floor: int, refused: bool) -> None:
         asyncio.run(feed(reducer, session()))
         assert set(range(16)) <= sk.tags(reducer.messages)  # in the summary or verbatim
         assert reducer.messages[0].content == "[m99] be brief"
+
+
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(roles=st.lists(st.sampled_from(["user", "assistant"]), min_size=1, max_size=24), target=st.integers(1, 5),
+       threshold=st.integers(0, 2), system=st.booleans(), above=st.booleans())
+def test_the_runtime_agrees_with_the_preset_on_random_chats(roles: list[str], target: int, threshold: int,
+                                                            system: bool, above: bool) -> None:
+    """Brief 6d: on a chat, the guard (halt) never refuses what check-config calls safe (a floor
+    of target_count - system_message), and with a floor one above it refuses the first
+    summarization, where check-config's floor finding is."""
+    kept = target - int(system)
+    floor = kept + 1 if above else max(kept, 0)
+    reducer = GuardedSummarizationReducer(service=sk.StubEndpoint().service(), target_count=target,
+                                          threshold_count=threshold, auto_reduce=True,
+                                          guard=ReducerGuard(recovery_floor_span=floor),
+                                          **({"system_message": "[m99] system"} if system else {}))
+    messages = [sk.message(i, r) for i, r in enumerate(roles)]
+    summarizes = len(roles) + int(system) > target + threshold
+    if above and summarizes:
+        with pytest.raises(UnrecoverableCompactionError, match="floor_in_tail"):
+            asyncio.run(feed(reducer, messages))
+        return
+    asyncio.run(feed(reducer, messages))
+    assert set(range(len(roles))) <= sk.tags(reducer.messages)
 
 
 # -- state in SK's own serialization -----------------------------------------------------------------

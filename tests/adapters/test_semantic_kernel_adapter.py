@@ -121,6 +121,35 @@ def test_a_guarded_run_spills_what_the_unguarded_run_drops(kind: str, tmp_path: 
     assert len(logs) == 1 and main(["audit", "--profile", "partitioned", str(logs[0])], stdout=io.StringIO()) == 0
 
 
+def test_a_chat_completion_agent_thread_is_guarded(tmp_path: Path) -> None:
+    """SK's ChatCompletionAgent on a ChatHistoryAgentThread over a truncating history, reduced
+    after each response as SK's samples do: unguarded, the oldest questions and answers are gone;
+    guarded (spill), every one of them is in the spills."""
+    from semantic_kernel.agents import ChatCompletionAgent, ChatHistoryAgentThread
+
+    def run(history: Any) -> Any:
+        endpoint = sk.StubEndpoint(answer_users=True)
+        agent = ChatCompletionAgent(name="a", instructions="be brief", service=endpoint.service())
+
+        async def go() -> None:
+            thread = ChatHistoryAgentThread(chat_history=history)
+            for i in range(0, 16, 2):
+                response = await agent.get_response(messages=f"[m{i}] question", thread=thread)
+                thread = response.thread
+                await thread.reduce()
+
+        asyncio.run(go())
+        return history
+
+    plain = run(ChatHistoryTruncationReducer(target_count=4))
+    dropped = set(range(16)) - sk.tags(plain.messages)
+    assert dropped == set(range(12))
+    guard = ReducerGuard(recovery_floor_span=2, on_refuse="spill", store=tmp_path / "s")
+    guarded = run(GuardedTruncationReducer(target_count=4, guard=guard))
+    assert sk.tags(guarded.messages) == sk.tags(plain.messages)
+    assert spilled_markers(guard, guarded.session_id)[0] == dropped
+
+
 def test_halt_refuses_before_anything_leaves() -> None:
     """on_refuse="halt": the summarization that would delete a function call unseen raises,
     naming its offsets, and the history is untouched."""

@@ -37,6 +37,9 @@ class StubEndpoint:
 
     requests: list[list[dict[str, Any]]] = field(default_factory=list)
     fail: bool = False
+    #: answer a request whose last message is a user's with ``[m<i+1>]`` (its marker ``[m<i>]``):
+    #: an agent's reply, not a summary (which echoes)
+    answer_users: bool = False
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
@@ -45,6 +48,10 @@ class StubEndpoint:
             return httpx.Response(500, json={"error": {"message": "stub failure"}})
         tags = sorted({int(t) for t in TAG.findall(json.dumps(body["messages"]))})
         text = "SUMMARY " + " ".join(f"[m{t}]" for t in tags)
+        last = body["messages"][-1]
+        asked = TAG.findall(json.dumps(last.get("content")))
+        if self.answer_users and last.get("role") == "user" and asked:
+            text = f"[m{int(asked[0]) + 1}] answer"
         return httpx.Response(200, json={
             "id": f"stub-{len(self.requests)}", "object": "chat.completion", "created": 0, "model": "stub",
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],

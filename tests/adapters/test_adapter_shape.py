@@ -31,6 +31,7 @@ pytest.importorskip("agents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("deepagents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("google.adk", reason="install the frameworks extra (CI does)")
 pytest.importorskip("autogen_core", reason="install the frameworks extra (CI does)")
+pytest.importorskip("semantic_kernel", reason="install the frameworks extra (CI does)")
 
 from agents import SQLiteSession
 from agents.memory.session_settings import SessionSettings
@@ -46,6 +47,7 @@ from tailguard.adapters import (
     langchain as lc_adapter,
     langmem as lm_adapter,
     openai_agents as oa_adapter,
+    semantic_kernel as sk_adapter,
 )
 from tailguard.adapters._guard import STEPS
 from tailguard.adapters.autogen import GuardedChatCompletionContext
@@ -54,6 +56,7 @@ from tailguard.adapters.google_adk import GuardedCompaction
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
 from tailguard.adapters.langmem import GuardedSummarizer
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
+from tailguard.adapters.semantic_kernel import GuardedReducer
 from tailguard.pipeline.presets import (
     autogen as ag_preset,
     deepagents as da_preset,
@@ -61,6 +64,7 @@ from tailguard.pipeline.presets import (
     langchain as lc_preset,
     langmem as lm_preset,
     openai_agents as oa_preset,
+    semantic_kernel as sk_preset,
 )
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tests.adapters.fakes import RecordingChatModel, conversation, recording_model
@@ -74,9 +78,10 @@ ADAPTERS = {
     "deepagents": ("deepagents", "deepagents", da_preset.PRESET, GuardedDeepAgentsSummarizationMiddleware),
     "google_adk": ("google-adk", "google.adk", adk_preset.PRESET, GuardedCompaction),
     "autogen": ("autogen", "autogen_core", ag_preset.PRESET, GuardedChatCompletionContext),
+    "semantic_kernel": ("semantic-kernel", "semantic_kernel", sk_preset.SUMMARIZATION_PRESET, GuardedReducer),
 }
 MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter, "deepagents": da_adapter,
-           "google_adk": adk_adapter, "autogen": ag_adapter}
+           "google_adk": adk_adapter, "autogen": ag_adapter, "semantic_kernel": sk_adapter}
 
 
 def deep_middleware(**kw: Any) -> GuardedDeepAgentsSummarizationMiddleware:

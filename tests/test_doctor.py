@@ -140,7 +140,8 @@ def test_help_lists_the_exit_codes_and_the_frameworks(capsys: pytest.CaptureFixt
 def test_the_cli_and_the_runtime_import_no_framework() -> None:
     code = ("import sys, tailguard, tailguard.cli.doctor, tailguard.doctor.run, tailguard.doctor.harness\n"
             "bad = [m for m in ('langchain', 'langchain_core', 'agents', 'langmem', 'deepagents', 'pydantic_ai', "
-            "'google.adk', 'openhands') if m in sys.modules]\nprint(bad)")
+            "'google.adk', 'openhands', 'autogen_core', 'autogen_agentchat', 'autogen_ext') if m in sys.modules]\n"
+            "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
 
@@ -213,12 +214,13 @@ def needs(module: str) -> None:
 def test_doctor_agrees_on_the_installed_frameworks() -> None:
     """Every framework of the frameworks extra: validated versions, and the real package agrees
     with its preset and adapter (CI's pins are the validated versions)."""
-    for module in ("langchain", "deepagents", "langmem", "agents", "pydantic_ai", "google.adk"):
+    for module in ("langchain", "deepagents", "langmem", "agents", "pydantic_ai", "google.adk", "autogen_core",
+                   "autogen_ext.models.replay"):
         needs(module)
     code, report, err = doctor_json("--quick")
     entries = by_name(report)
     assert code == 0, json.dumps(report, indent=1)
-    for name in ("langchain", "deepagents", "langmem", "openai-agents", "pydantic-ai", "google-adk"):
+    for name in ("langchain", "deepagents", "langmem", "openai-agents", "pydantic-ai", "google-adk", "autogen"):
         entry = entries[name]
         assert entry["status"] == "ok", entry
         assert entry["compactions"] > 0 and entry["adapter_runs"] >= 1, entry  # not vacuous
@@ -276,3 +278,37 @@ def test_an_adapter_that_never_refuses_is_a_disagreement(monkeypatch: pytest.Mon
     code, report, _ = doctor_json("--framework", "langchain", "--quick")
     d = by_name(report)["langchain"]["disagreement"]
     assert code == 1 and d["check"] == "adapter" and "the adapter allowed all" in d["what"], d
+
+
+def test_a_broken_autogen_preset_or_adapter_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The AutoGen preset's buffer one message too large (the model keeps what the buffer drops):
+    the fixed session disagrees at its first compaction; then, the preset sound, an adapter that
+    never refuses (``on_refuse`` forced to ``defer``) is the adapter check's disagreement."""
+    needs("autogen_core")
+    needs("autogen_ext.models.replay")
+    from tailguard.doctor.drivers import autogen as driver
+    from tailguard.pipeline import presets
+
+    good = presets.find("autogen")
+    assert good is not None
+
+    def one_more(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        top, stages = good.translate(values)
+        return top, [dict(s, limit=s["limit"] + 1) if values["model_context"] == driver.BUFFERED else s
+                     for s in stages]
+
+    with monkeypatch.context() as patch:
+        patch.setitem(presets._BY_NAME, good.name, dataclasses.replace(good, translate=one_more))
+        code, report, _ = doctor_json("--framework", "autogen", "--quick")
+    d = by_name(report)["autogen"]["disagreement"]
+    assert code == 1 and d["check"] == "preset" and (d["case"], d["compaction"]) == (1, 1), d
+    assert "AutoGen's view [1, 2, 3, 4], the model [0, 1, 2, 3, 4]" in d["what"]
+
+    class Lenient(driver.GuardedChatCompletionContext):  # type: ignore[misc,name-defined]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "on_refuse": "defer"})
+
+    monkeypatch.setattr(driver, "GuardedChatCompletionContext", Lenient)
+    code, report, _ = doctor_json("--framework", "autogen", "--quick")
+    d = by_name(report)["autogen"]["disagreement"]
+    assert code == 1 and d["check"] == "adapter" and "the adapter allowed all 12 views" in d["what"], d

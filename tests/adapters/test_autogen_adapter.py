@@ -301,7 +301,7 @@ def test_the_guard_refuses_the_presets_counterexample_and_nothing_safe() -> None
     """Runtime and config agree (brief 6d): check-config's buffered counterexample, replayed through
     the real context under the guard (halt), is refused at the trace's last append naming the turn
     the finding names; the safe policy (unbounded) is never refused (above)."""
-    from tests.presets import autogen_driver as ag
+    from tailguard.doctor.drivers import autogen as ag
     from tests.presets.harness import Turn
     from tests.presets.test_autogen_preset import EXAMPLES_DIR, check_config
 

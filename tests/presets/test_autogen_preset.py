@@ -1,6 +1,7 @@
 """Differential test of the ``autogen`` preset against AutoGen's real model contexts.
 
-The contexts run as installed (tests/presets/autogen_driver.py): ``BufferedChatCompletionContext``,
+The contexts run as installed (:mod:`tailguard.doctor.drivers.autogen`, which ``tailguard doctor``
+runs too): ``BufferedChatCompletionContext``,
 ``HeadAndTailChatCompletionContext``, ``TokenLimitedChatCompletionContext`` (counting with
 autogen_ext's ``ReplayChatCompletionClient``) and ``UnboundedChatCompletionContext``. After every
 turn the harness takes the real view (``get_messages()``, what the model is sent) and compares it
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.presets.harness import REQUIRE, ModelRun, Turn, turns
+from tests.presets.harness import REQUIRE, Turn, turns
 
 if not REQUIRE:
     pytest.importorskip("autogen_core", reason="install the frameworks extra (CI does)")
@@ -31,9 +32,10 @@ if not REQUIRE:
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tailguard.cli.main import main
-from tailguard.pipeline.policy import Policy, parse_policy
+from tailguard.doctor.drivers import autogen as ag
+from tailguard.doctor.drivers.autogen import BUFFERED, HEAD_AND_TAIL, TOKEN_LIMITED, UNBOUNDED, policy
+from tailguard.doctor.harness import Mismatch
 from tailguard.pipeline.presets.autogen import PRESET
-from tests.presets import autogen_driver as ag
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = 60
@@ -47,44 +49,11 @@ def test_the_installed_versions_are_the_validated_ones() -> None:
         assert f"{package} {version(package)}" in PRESET.validated_on
 
 
-def policy(knobs: str, *, mpt: tuple[int, int] = (1, 1), max_tokens: int = 60, floor: int = 0) -> Policy:
-    text = (f'name = "differential"\nturn_tokens = [1, {max_tokens}]\nmessages_per_turn = [{mpt[0]}, {mpt[1]}]\n'
-            f'floor = {floor}\nfloor_unit = "messages"\n[framework]\nname = "{PRESET.name}"\n{knobs}\n')
-    return parse_policy(text, "differential.toml")
-
-
 def check_config(path: Path | str) -> dict[str, Any]:
     out = io.StringIO()
     main(["check-config", "--format", "json", str(path)], stdout=out, stderr=io.StringIO())
     result: dict[str, Any] = json.loads(out.getvalue())["policies"][0]
     return result
-
-
-def kept_messages(run: ModelRun, owner: tuple[int, ...]) -> frozenset[int]:
-    """The stored message indices of the turns the model holds (pinned and verbatim)."""
-    turns_in = {*run.state.pinned, *run.state.verbatim}
-    return frozenset(j for j, t in enumerate(owner) if t in turns_in)
-
-
-def compare_exact(pol: Policy, session: list[Turn], views: list[ag.View]) -> None:
-    run = ModelRun(pol)
-    for i, (turn, view) in enumerate(zip(session, views, strict=True)):
-        run.append(turn)
-        expected = kept_messages(run, view.owner)
-        assert view.held == expected, f"turn {i}: AutoGen's view {sorted(view.held)}, model {sorted(expected)}"
-
-
-def first_loss(views: list[ag.View]) -> int | None:
-    return next((i for i, v in enumerate(views) if len(v.held) < len(v.owner)), None)
-
-
-def model_first_loss(pol: Policy, session: list[Turn]) -> int | None:
-    run = ModelRun(pol)
-    for i, turn in enumerate(session):
-        _, kinds = run.append(turn)
-        if any(k.startswith("hole") for k in kinds):
-            return i
-    return None
 
 
 small = st.integers(1, 8)
@@ -93,82 +62,59 @@ small = st.integers(1, 8)
 @SETTINGS
 @given(session=turns(max_turns=30, max_size=20, tools=False), buffer_size=small)
 def test_buffered_agrees_with_the_preset_model(session: list[Turn], buffer_size: int) -> None:
-    pol = policy(f'model_context = "BufferedChatCompletionContext"\nbuffer_size = {buffer_size}')
-    compare_exact(pol, session, ag.run(ag.make("BufferedChatCompletionContext", buffer_size=buffer_size), session))
+    ag.compare(BUFFERED, {"buffer_size": buffer_size}, session)
 
 
-def rounds(session: list[Turn]) -> list[Turn]:
-    """AssistantAgent's tool round is two messages: the calls, and one FunctionExecutionResultMessage
-    holding every result."""
-    return [Turn(t.kind, t.sizes[:2]) if t.kind == "tools" else t for t in session]
-
-
-tool_sessions = turns(max_turns=30, max_size=20, tools=True).map(rounds)
+tool_sessions = turns(max_turns=30, max_size=20, tools=True).map(ag.rounds)
 
 
 @SETTINGS
 @given(session=tool_sessions, buffer_size=small)
 def test_buffered_with_tool_rounds_keeps_what_the_model_keeps(session: list[Turn], buffer_size: int) -> None:
-    """``partial_rounds``: the model's kept messages are in the view; the view's extra ones are the
-    later messages of the one round the buffer cut; the first loss is at the same turn."""
-    pol = policy(f'model_context = "BufferedChatCompletionContext"\nbuffer_size = {buffer_size}', mpt=(1, 2))
-    views = ag.run(ag.make("BufferedChatCompletionContext", buffer_size=buffer_size), session)
-    run = ModelRun(pol)
-    for i, (turn, view) in enumerate(zip(session, views, strict=True)):
-        run.append(turn)
-        expected = kept_messages(run, view.owner)
-        assert expected <= view.held, f"turn {i}: the model keeps {sorted(expected - view.held)} AutoGen dropped"
-        extra = {view.owner[j] for j in view.held - expected}
-        assert len(extra) <= 1, f"turn {i}: AutoGen keeps parts of turns {sorted(extra)}"
-    assert first_loss(views) == model_first_loss(pol, session)
+    """``partial_rounds`` (:func:`~tailguard.doctor.drivers.autogen.compare_rounds`): the model's kept
+    messages are in the view; the view's extra ones are the later messages of the one round the
+    buffer cut; the first loss is at the same turn."""
+    ag.compare(BUFFERED, {"buffer_size": buffer_size}, session)
 
 
 @SETTINGS
 @given(session=turns(max_turns=30, max_size=20, tools=False), head=small, tail=small)
 def test_head_and_tail_agrees_with_the_preset_model(session: list[Turn], head: int, tail: int) -> None:
-    pol = policy(f'model_context = "HeadAndTailChatCompletionContext"\nhead_size = {head}\ntail_size = {tail}')
-    views = ag.run(ag.make("HeadAndTailChatCompletionContext", head_size=head, tail_size=tail), session)
-    compare_exact(pol, session, views)
+    ag.compare(HEAD_AND_TAIL, {"head_size": head, "tail_size": tail}, session)
 
 
 @pytest.mark.parametrize("limit", [35, 36, 37])
 def test_token_limited_boundary(limit: int) -> None:
     """At the limit exactly nothing is lost, one token over it is (both sides, on the real context)."""
     session = [Turn("human", (12,)), Turn("ai", (12,)), Turn("human", (12,))]  # 36 tokens
-    pol = policy(f'model_context = "TokenLimitedChatCompletionContext"\ntoken_limit = {limit}')
-    views = ag.run(ag.make("TokenLimitedChatCompletionContext", token_limit=limit), session)
-    assert first_loss(views) == model_first_loss(pol, session) == (2 if limit < 36 else None)
+    pol = policy(f'model_context = "{TOKEN_LIMITED}"\ntoken_limit = {limit}')
+    views = ag.run(ag.make(TOKEN_LIMITED, token_limit=limit), session)
+    assert ag.first_loss(views) == ag.model_first_loss(pol, session) == (2 if limit < 36 else None)
+    assert ag.compare(TOKEN_LIMITED, {"token_limit": limit}, session) == (1 if limit < 36 else 0)
 
 
 @SETTINGS
 @given(session=turns(max_turns=30, max_size=20, tools=False), limit=st.integers(1, 120))
 def test_token_limited_loses_at_the_models_turn(session: list[Turn], limit: int) -> None:
-    """``middle_out``: the first loss at the same turn; then the view loses something exactly when
-    the stored messages count more than ``token_limit``, and always fits it."""
-    pol = policy(f'model_context = "TokenLimitedChatCompletionContext"\ntoken_limit = {limit}')
-    views = ag.run(ag.make("TokenLimitedChatCompletionContext", token_limit=limit), session)
-    assert first_loss(views) == model_first_loss(pol, session)
-    total = 0
-    for turn, view in zip(session, views, strict=True):
-        total += turn.tokens
-        assert (len(view.held) < len(view.owner)) == (total > limit)
-        assert view.tokens <= limit
+    """``middle_out`` (:func:`~tailguard.doctor.drivers.autogen.compare_middle_out`): the first loss at
+    the same turn; then the view loses something exactly when the stored messages count more than
+    ``token_limit``, and always fits it."""
+    ag.compare(TOKEN_LIMITED, {"token_limit": limit}, session)
 
 
 @SETTINGS
 @given(session=tool_sessions)
 def test_unbounded_loses_nothing_and_the_preset_is_safe(session: list[Turn]) -> None:
-    views = ag.run(ag.make("UnboundedChatCompletionContext"), session)
-    assert all(len(v.held) == len(v.owner) for v in views)
+    assert ag.compare(UNBOUNDED, {}, session) == 0
 
 
 def test_the_harness_compares_real_views() -> None:
     """The comparison is live: a model one message off (buffer_size + 1) disagrees with AutoGen."""
     session = [Turn("human", (3,)), Turn("ai", (4,))] * 4
-    views = ag.run(ag.make("BufferedChatCompletionContext", buffer_size=3), session)
-    compare_exact(policy('model_context = "BufferedChatCompletionContext"\nbuffer_size = 3'), session, views)
-    with pytest.raises(AssertionError, match="AutoGen's view"):
-        compare_exact(policy('model_context = "BufferedChatCompletionContext"\nbuffer_size = 4'), session, views)
+    views = ag.run(ag.make(BUFFERED, buffer_size=3), session)
+    assert ag.compare_exact(policy(f'model_context = "{BUFFERED}"\nbuffer_size = 3'), session, views) == 5
+    with pytest.raises(Mismatch, match="AutoGen's view"):
+        ag.compare_exact(policy(f'model_context = "{BUFFERED}"\nbuffer_size = 4'), session, views)
 
 
 def test_the_view_drops_what_the_state_keeps() -> None:
@@ -207,14 +153,14 @@ def test_the_counterexample_reproduces_on_autogen(name: str) -> None:
         session.append(Turn(kind, (size,) if count == 1 else (1,) * count))
     kind, knobs = REPLAYS[name]
     views = ag.run(ag.make(kind, **knobs), session)
-    assert first_loss(views) == hole["step"] - 1 == len(trace) - 1
+    assert ag.first_loss(views) == hole["step"] - 1 == len(trace) - 1
     last = views[-1]
     lost_turns = sorted({last.owner[j] for j in range(len(last.owner)) if j not in last.held})
     named = hole["offsets"]
     # the boundary is the real one: one unit less (a token, or the last message) loses nothing
     short = [*session[:-1], *([Turn(session[-1].kind, (session[-1].sizes[0] - 1,))] if kind.startswith("Token")
                               else [])]
-    assert first_loss(ag.run(ag.make(kind, **knobs), short)) is None
+    assert ag.first_loss(ag.run(ag.make(kind, **knobs), short)) is None
     if kind == "TokenLimitedChatCompletionContext":  # middle_out: as many turns, from the middle
         assert len(lost_turns) == len(named) and lost_turns != named, (lost_turns, named)
         assert lost_turns == [len(trace) // 2]
@@ -236,4 +182,4 @@ def test_the_safe_default_loses_nothing_on_autogen() -> None:
     assert check_config(EXAMPLES_DIR / "autogen-defaults.toml")["verdict"] == "unsafe"
     session = [Turn("human", (50,)), Turn("tools", (10, 5, 5)), Turn("ai", (30,))] * 40
     views = ag.run(ag.make("UnboundedChatCompletionContext"), session)
-    assert first_loss(views) is None
+    assert ag.first_loss(views) is None

@@ -79,6 +79,7 @@ try:
         ModelMessage,
         ModelMessagesTypeAdapter,
         ModelRequest,
+        _drop_orphaned_tool_results,
         _merge_consecutive_messages,
     )
     from pydantic_ai.models import Model
@@ -182,6 +183,17 @@ class _Session:
 
     def close(self) -> None:
         self.guard.close()
+
+
+@dataclass(slots=True)
+class _Cleanup:
+    """The history processor's result after Pydantic AI's orphaned-result pass: ``out`` (what the
+    framework will hold), ``altered`` (messages of the result that lost a part: deleted) and
+    ``remainder`` (what is left of the last one, a new message, or None)."""
+
+    out: list[ModelMessage]
+    altered: list[ModelMessage]
+    remainder: ModelMessage | None
 
 
 @dataclass(slots=True)
@@ -374,11 +386,37 @@ class GuardedHistory(AbstractCapability[Any]):
         sent, out = await self._run_inner(ctx, request_context, messages)
         if out is messages or [id(m) for m in out] == [id(m) for m in messages]:
             return out
-        plan, summary, held, kept_msgs = self._plan(messages, observed, out, sent, sess)
+        cleanup = self._framework_cleanup(out)
+        plan, summary, held, kept_msgs = self._plan(messages, observed, cleanup, sent, sess)
         res = self._resolve(plan, sess, held)
         if res.action == "defer":
             return messages
-        return self._apply(plan, summary, out, kept_msgs, sess, len(sess.guard.spills) - len(res.spills))
+        return self._apply(plan, summary, cleanup, kept_msgs, sess, len(sess.guard.spills) - len(res.spills))
+
+    @staticmethod
+    def _framework_cleanup(out: list[ModelMessage]) -> _Cleanup:
+        """``out`` as Pydantic AI will really hold it, the messages of ``out`` that lose parts.
+
+        Before every model request (and again at the start of every run) Pydantic AI drops a tool
+        result whose call is no longer in the history (``_drop_orphaned_tool_results``, the first
+        pass of ``_clean_message_history``): a processor that compacts a tool call and keeps its
+        result loses that result after the guard decided. The guard applies the same pass, with
+        the framework's own function, and decides on its result: a message that loses a part is
+        deleted (shown whole to the summarizer, spilled, or a hole), never kept. What is left of
+        such a message (an empty request when it was the last one, as the framework keeps it) is a
+        new message; only the last message can be one, anything else is refused (fail closed)."""
+        cleaned = _drop_orphaned_tool_results(list(out))
+        if [id(m) for m in cleaned] == [id(m) for m in out]:
+            return _Cleanup(out, [], None)
+        survivors = {id(m) for m in cleaned}
+        known = {id(m) for m in out}
+        rest = [j for j, m in enumerate(cleaned) if id(m) not in known]
+        if rest and rest != [len(cleaned) - 1]:
+            raise AdapterError(f"Pydantic AI would drop tool results whose calls the history processor deleted from "
+                               f"message(s) {rest} and keep their other parts: the guard cannot place a message "
+                               "rewritten inside the history. Keep each tool call with its results; nothing was "
+                               "deleted")
+        return _Cleanup(cleaned, [m for m in out if id(m) not in survivors], cleaned[-1] if rest else None)
 
     def _observe(self, messages: Sequence[ModelMessage], sess: _Session) -> _Observed:
         """Keys for the context's messages: known ones by their parts (a merged message by the
@@ -470,18 +508,27 @@ class GuardedHistory(AbstractCapability[Any]):
             return sent, messages
         return sent, out
 
-    def _plan(self, messages: list[ModelMessage], observed: _Observed, out: list[ModelMessage],
+    def _plan(self, messages: list[ModelMessage], observed: _Observed, cleanup: _Cleanup,
               sent: list[list[ModelMessage]], sess: _Session
               ) -> tuple[Plan, ModelMessage | None, dict[str, ModelMessage], list[tuple[ModelMessage, list[str]]]]:
-        """The compaction ``inner`` made: what it deleted, what the summarizer saw whole, what it
-        kept, and its one new message (the summary, or None: a plain drop)."""
+        """The compaction ``inner`` made, as the framework will hold it (``cleanup``): what it
+        deleted (a message the cleanup cut included, whatever ``inner`` meant), what the
+        summarizer saw whole, what it kept, and its one new message (the summary, or None: a
+        plain drop)."""
         by_id = {id(m): ks for m, ks in zip(messages, observed.keys, strict=True)}
         by_parts: dict[tuple[str, ...], list[str]] = {}
         for m, ks in zip(messages, observed.keys, strict=True):
             by_parts.setdefault(tuple(_parts(m)), ks)
+        for m in cleanup.altered:
+            if (by_id.get(id(m)) or by_parts.get(tuple(_parts(m)))) is None:
+                raise AdapterError("the history processor's new message holds a tool result whose call is not in "
+                                   "the history; Pydantic AI would drop it. Nothing was deleted")
+        out = cleanup.out
         kept: list[tuple[ModelMessage, list[str]]] = []
         new: list[tuple[int, ModelMessage]] = []
         for j, m in enumerate(out):
+            if m is cleanup.remainder:
+                continue
             found = by_id.get(id(m)) or by_parts.get(tuple(_parts(m)))
             if found is None:
                 new.append((j, m))
@@ -525,18 +572,26 @@ class GuardedHistory(AbstractCapability[Any]):
 
         return sess.guard.resolve(plan, payload)
 
-    def _apply(self, plan: Plan, summary: ModelMessage | None, out: list[ModelMessage],
+    def _apply(self, plan: Plan, summary: ModelMessage | None, cleanup: _Cleanup,
                kept: list[tuple[ModelMessage, list[str]]], sess: _Session, spilled: int) -> list[ModelMessage]:
         """Commit ``plan``: the summary gets the guard's metadata (and, a request followed by
         requests, is merged with them as the framework would); a plain drop is recorded as the
-        truncation it is."""
+        truncation it is. What the framework's cleanup left of a cut message gets a new key (the
+        tracker places it, as the newest message, at the next request)."""
         guard = sess.guard
-        kept_by_id = {id(m): ks for m, ks in kept}
+        out = cleanup.out
+        keys_of = {id(m): ks for m, ks in kept}
+        if cleanup.remainder is not None:
+            digests = _parts(cleanup.remainder)
+            rkey = f"~{hashlib.sha256(''.join(digests).encode()).hexdigest()[:24]}.{sess.serial}"
+            sess.serial += 1
+            sess.parts[rkey] = digests
+            keys_of[id(cleanup.remainder)] = [rkey]
         if summary is None:
-            entries = [Entry(k, k in guard.tracker.summaries, 0 if k in guard.tracker.summaries else 1)
-                       for m in out for k in kept_by_id[id(m)]]
-            guard.tracker.observe(entries)
-            sess.order = [k for m in out for k in kept_by_id[id(m)]]
+            tracked = [k for m, ks in kept for k in ks]
+            guard.tracker.observe([Entry(k, k in guard.tracker.summaries, 0 if k in guard.tracker.summaries else 1)
+                                   for k in tracked])
+            sess.order = [k for m in out for k in keys_of[id(m)]]
             for k in [k for k in sess.parts if k not in set(sess.order)]:
                 del sess.parts[k]
             return out
@@ -552,12 +607,12 @@ class GuardedHistory(AbstractCapability[Any]):
                 raise AdapterError(f"the spill index {sess.index} did not re-read to the bytes written; "
                                    "nothing was deleted")
             del guard.spills[:spilled]
-        at = next(j for j, m in enumerate(out) if id(m) not in kept_by_id)
+        at = next(j for j, m in enumerate(out) if m is summary)
         run_end = at + 1
         if isinstance(summary, ModelRequest):
             while run_end < len(out) and isinstance(out[run_end], ModelRequest):
                 run_end += 1
-        absorbed = [k for m in out[at + 1:run_end] for k in kept_by_id[id(m)]]
+        absorbed = [k for m in out[at + 1:run_end] for k in keys_of[id(m)]]
         merged = _merge_consecutive_messages(list(out[at:run_end]))
         if len(merged) != 1:
             raise AdapterError("Pydantic AI did not merge the summary with the requests after it; this version "
@@ -568,8 +623,8 @@ class GuardedHistory(AbstractCapability[Any]):
         carrier = dataclasses.replace(merged[0], metadata=meta)
         guard.tracker.commit(plan, key=key, summary=sid)
         final = [*out[:at], carrier, *out[run_end:]]
-        before = [k for m in out[:at] for k in kept_by_id[id(m)]]
-        after = [k for m in out[run_end:] for k in kept_by_id[id(m)]]
+        before = [k for m in out[:at] for k in keys_of[id(m)]]
+        after = [k for m in out[run_end:] for k in keys_of[id(m)]]
         sess.order = [*before, key, *absorbed, *after]
         sess.parts = {k: sess.parts[k] for k in sess.order if k in sess.parts}
         sess.parts[key] = _parts(summary)

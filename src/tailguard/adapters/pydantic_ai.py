@@ -189,11 +189,13 @@ class _Session:
 class _Cleanup:
     """The history processor's result after Pydantic AI's orphaned-result pass: ``out`` (what the
     framework will hold), ``altered`` (messages of the result that lost a part: deleted) and
-    ``remainder`` (what is left of the last one, a new message, or None)."""
+    ``remainder`` (what is left of the last one, a new message, or None), ``request_only`` (the
+    empty request left of it, sent with this request only, or None)."""
 
     out: list[ModelMessage]
     altered: list[ModelMessage]
     remainder: ModelMessage | None
+    request_only: ModelMessage | None = None
 
 
 @dataclass(slots=True)
@@ -272,13 +274,13 @@ class GuardedHistory(AbstractCapability[Any]):
         async with self._sessions.alocked(sid):
             sess = self._load(sid, value)
             try:
-                final = await self._compaction(ctx, request_context, messages, sess)
+                final, request_only = await self._compaction(ctx, request_context, messages, sess)
             except BaseException:
                 self._settle(sess, compacted=False)
                 raise
             final = self._finish(final, sess)
         ctx.messages[:] = final
-        request_context.messages = list(final)
+        request_context.messages = [*final, *request_only]
         return request_context
 
     # -- sessions ----------------------------------------------------------------------------
@@ -381,17 +383,19 @@ class GuardedHistory(AbstractCapability[Any]):
     # -- the steps -------------------------------------------------------------------------
 
     async def _compaction(self, ctx: Any, request_context: Any, messages: list[ModelMessage],
-                          sess: _Session) -> list[ModelMessage]:
+                          sess: _Session) -> tuple[list[ModelMessage], list[ModelMessage]]:
+        """The history after this request's compaction, and what only this request is sent after it."""
         observed = self._observe(messages, sess)
         sent, out = await self._run_inner(ctx, request_context, messages)
         if out is messages or [id(m) for m in out] == [id(m) for m in messages]:
-            return out
+            return out, []
         cleanup = self._framework_cleanup(out)
         plan, summary, held, kept_msgs = self._plan(messages, observed, cleanup, sent, sess)
         res = self._resolve(plan, sess, held)
         if res.action == "defer":
-            return messages
-        return self._apply(plan, summary, cleanup, kept_msgs, sess, len(sess.guard.spills) - len(res.spills))
+            return messages, []
+        final = self._apply(plan, summary, cleanup, kept_msgs, sess, len(sess.guard.spills) - len(res.spills))
+        return final, [] if cleanup.request_only is None else [cleanup.request_only]
 
     @staticmethod
     def _framework_cleanup(out: list[ModelMessage]) -> _Cleanup:
@@ -403,8 +407,10 @@ class GuardedHistory(AbstractCapability[Any]):
         result loses that result after the guard decided. The guard applies the same pass, with
         the framework's own function, and decides on its result: a message that loses a part is
         deleted (shown whole to the summarizer, spilled, or a hole), never kept. What is left of
-        such a message (an empty request when it was the last one, as the framework keeps it) is a
-        new message; only the last message can be one, anything else is refused (fail closed)."""
+        such a message is a new message; only the last message can be one, anything else is
+        refused (fail closed). Left empty, it is what Pydantic AI sends this request alone (the
+        history must end with a request) and drops from the history at the next step: the guard
+        sends it and does not keep it."""
         cleaned = _drop_orphaned_tool_results(list(out))
         if [id(m) for m in cleaned] == [id(m) for m in out]:
             return _Cleanup(out, [], None)
@@ -416,7 +422,10 @@ class GuardedHistory(AbstractCapability[Any]):
                                f"message(s) {rest} and keep their other parts: the guard cannot place a message "
                                "rewritten inside the history. Keep each tool call with its results; nothing was "
                                "deleted")
-        return _Cleanup(cleaned, [m for m in out if id(m) not in survivors], cleaned[-1] if rest else None)
+        altered = [m for m in out if id(m) not in survivors]
+        if rest and not cleaned[-1].parts:
+            return _Cleanup(cleaned[:-1], altered, None, cleaned[-1])
+        return _Cleanup(cleaned, altered, cleaned[-1] if rest else None)
 
     def _observe(self, messages: Sequence[ModelMessage], sess: _Session) -> _Observed:
         """Keys for the context's messages: known ones by their parts (a merged message by the

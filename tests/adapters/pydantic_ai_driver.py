@@ -77,10 +77,11 @@ def processor(limit: int, keep: int, show: int | None = None) -> Callable[[list[
 
 
 def make_agent(guard: GuardedHistory | None, limit: int = 4, keep: int = 1, show: int | None = None,
-               first: list[AbstractCapability[Any]] | None = None) -> Agent[None, str]:
-    """The agent: ``ProcessHistory(processor(...))``, wrapped in ``guard`` when given (the guard's
-    ``inner`` is replaced); ``first``: capabilities that run before it."""
-    inner = ProcessHistory(processor(limit, keep, show))
+               first: list[AbstractCapability[Any]] | None = None,
+               process: Callable[[list[ModelMessage]], Awaitable[Any]] | None = None) -> Agent[None, str]:
+    """The agent: ``ProcessHistory(processor(...))`` (or of ``process``), wrapped in ``guard`` when
+    given (the guard's ``inner`` is replaced); ``first``: capabilities that run before it."""
+    inner = ProcessHistory(process or processor(limit, keep, show))
     cap: AbstractCapability[Any] = inner
     if guard is not None:
         guard.inner = inner
@@ -115,10 +116,14 @@ def spilled(store: SpillStore, history: list[ModelMessage]) -> list[ModelMessage
     return out
 
 
-def lost(history: list[ModelMessage], seen: Seen, extra: list[ModelMessage] | None = None) -> set[str]:
-    """The markers of every message a request was given (``seen``) that neither the history as
-    the next run will hold it (Pydantic AI's repair applied) nor the spills ``extra`` hold."""
+def lost(history: list[ModelMessage], seen: Seen, extra: list[ModelMessage] | None = None,
+         turns: range | None = None) -> set[str]:
+    """The markers of every message a request was given (``seen``; of ``turns`` only, when given)
+    that neither the history as the next run will hold it (Pydantic AI's repair applied) nor the
+    spills ``extra`` hold."""
     made = set().union(*seen.contexts, markers(history))
+    if turns is not None:
+        made = {m for m in made if int(m[2:-1]) in turns}
     return made - markers(repair_messages(history)) - markers(extra or [])
 
 
@@ -179,6 +184,7 @@ class Server:
     was sent (its ``encrypted_content``) and records them."""
 
     compacts: list[set[str]] = field(default_factory=list)
+    tools: bool = True
 
     def handle(self, request: Any) -> Any:
         import httpx
@@ -198,7 +204,7 @@ class Server:
             item: dict[str, Any] = _message(f"[a{i}] done")
         else:
             found = [int(x) for x in PROMPT.findall(json.dumps(last))] if last.get("role") == "user" else []
-            if found and found[-1] % 2 == 0:
+            if found and found[-1] % 2 == 0 and self.tools:
                 i = found[-1]
                 item = {"type": "function_call", "id": f"fc_{i}", "call_id": f"call{i}", "name": "probe",
                         "status": "completed", "arguments": json.dumps({"note": f"[c{i}]"})}

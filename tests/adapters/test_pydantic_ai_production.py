@@ -313,3 +313,40 @@ def test_bad_input_fails_closed(tmp_path: Path) -> None:
         GuardedHistory(lambda m: m, recovery_floor_span=1, cache_size=0)
     with pytest.raises((TypeError, ValueError), match="on_refuse"):
         GuardedHistory(lambda m: m, recovery_floor_span=1, on_refuse="ignore")
+
+
+def test_the_processor_pydantic_ai_documents_is_guarded(tmp_path: Path) -> None:
+    """Pydantic AI's own example processor (docs, message history: summarize the oldest 10
+    messages, ``return summary.new_messages() + messages[-1:]``), verbatim. Its summarizer's
+    ``new_messages()`` may hold an empty request beside the summary, or a synthesized result for
+    a call it was shown dangling (which Pydantic AI then drops). Unguarded it loses a tool result
+    it kept alone; guarded it halts there, or spills it and loses nothing."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import FunctionModel
+
+    summarize_agent = Agent(GuardedHistory.watch(FunctionModel(drv.summarizer_fn)),
+                            instructions="Summarize this conversation, omitting small talk.")
+
+    async def summarize_old_messages(messages: list[Any]) -> list[Any]:
+        if len(messages) > 10:
+            oldest_messages = messages[:10]
+            summary = await summarize_agent.run(message_history=oldest_messages)
+            return summary.new_messages() + messages[-1:]
+        return messages
+
+    turns = range(12)
+    seen = drv.Seen()
+    history = drv.run(drv.make_agent(None, process=summarize_old_messages, first=[seen.capability()]), turns)
+    gone = drv.lost(history, seen)
+    assert gone == {"[r8]"}, gone
+
+    halting = GuardedHistory(lambda m: m, recovery_floor_span=0, on_refuse="halt")
+    with pytest.raises(UnrecoverableCompactionError):
+        drv.run(drv.make_agent(halting, process=summarize_old_messages), turns)
+
+    store = FileSpillStore(tmp_path / "spill", create=True)
+    seen = drv.Seen()
+    spilling = GuardedHistory(lambda m: m, recovery_floor_span=0, on_refuse="spill", store=store)
+    history = drv.run(drv.make_agent(spilling, process=summarize_old_messages, first=[seen.capability()]), turns)
+    extra = drv.spilled(store, history)
+    assert drv.lost(history, seen, extra) == set() and gone <= drv.markers(extra)

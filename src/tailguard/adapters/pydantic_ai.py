@@ -16,8 +16,13 @@ which it wraps in ``ProcessHistory``). For each model request it
   (the summarizer agent of a processor) while ``inner`` runs. A deleted message counts as shown
   whole only when each of its parts reached the summarizer (the same part, or its text whole);
 - maps the result onto the history: messages kept (the same message, by its parts), messages
-  deleted, and at most one new message, the summary. A processor that rewrites a message in place
-  or adds two is refused with :class:`~tailguard.adapters._offsets.AdapterError` (fail closed);
+  deleted, and at most one new message, the summary (a message with no parts holds nothing and
+  is no unit: the empty request of a summarizer's ``new_messages()`` may stand beside it). A
+  processor that rewrites a message in place or adds two is refused with
+  :class:`~tailguard.adapters._offsets.AdapterError` (fail closed);
+- predicts Pydantic AI's own cleanup of the result (``_drop_orphaned_tool_results``, run before
+  every request): a tool result whose call the processor deleted is dropped by the framework, so
+  its message counts as deleted, never kept;
 - decides **before anything is deleted**: ``halt`` raises ``UnrecoverableCompactionError`` and
   the run's history is untouched, ``spill`` writes the deleted messages
   (``ModelMessagesTypeAdapter``'s JSON, byte-exact) to the store and proceeds, ``defer`` keeps
@@ -45,7 +50,7 @@ import contextvars
 import dataclasses
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -389,8 +394,7 @@ class GuardedHistory(AbstractCapability[Any]):
         sent, out = await self._run_inner(ctx, request_context, messages)
         if out is messages or [id(m) for m in out] == [id(m) for m in messages]:
             return out, []
-        cleanup = self._framework_cleanup(out)
-        plan, summary, held, kept_msgs = self._plan(messages, observed, cleanup, sent, sess)
+        plan, summary, held, kept_msgs, cleanup = self._plan(messages, observed, out, sent, sess)
         res = self._resolve(plan, sess, held)
         if res.action == "defer":
             return messages, []
@@ -398,34 +402,43 @@ class GuardedHistory(AbstractCapability[Any]):
         return final, [] if cleanup.request_only is None else [cleanup.request_only]
 
     @staticmethod
-    def _framework_cleanup(out: list[ModelMessage]) -> _Cleanup:
-        """``out`` as Pydantic AI will really hold it, the messages of ``out`` that lose parts.
+    def _framework_cleanup(out: list[ModelMessage], held: Callable[[ModelMessage], bool]) -> _Cleanup:
+        """``out`` as Pydantic AI will really hold it, and the messages of the history (``held``)
+        in ``out`` that lose parts there.
 
         Before every model request (and again at the start of every run) Pydantic AI drops a tool
         result whose call is no longer in the history (``_drop_orphaned_tool_results``, the first
         pass of ``_clean_message_history``): a processor that compacts a tool call and keeps its
         result loses that result after the guard decided. The guard applies the same pass, with
-        the framework's own function, and decides on its result: a message that loses a part is
-        deleted (shown whole to the summarizer, spilled, or a hole), never kept. What is left of
-        such a message is a new message; only the last message can be one, anything else is
+        the framework's own function, and decides on its result: a message of the history that
+        loses a part is deleted (shown whole to the summarizer, spilled, or a hole), never kept.
+        What is left of it is a new message; only the last message can be one, anything else is
         refused (fail closed). Left empty, it is what Pydantic AI sends this request alone (the
         history must end with a request) and drops from the history at the next step: the guard
-        sends it and does not keep it."""
+        sends it and does not keep it. A new message that loses parts (a summarizer's synthesized
+        result for a call it was shown dangling) is new either way: what is left of it is new."""
         cleaned = _drop_orphaned_tool_results(list(out))
         if [id(m) for m in cleaned] == [id(m) for m in out]:
             return _Cleanup(out, [], None)
         survivors = {id(m) for m in cleaned}
         known = {id(m) for m in out}
-        rest = [j for j, m in enumerate(cleaned) if id(m) not in known]
-        if rest and rest != [len(cleaned) - 1]:
-            raise AdapterError(f"Pydantic AI would drop tool results whose calls the history processor deleted from "
-                               f"message(s) {rest} and keep their other parts: the guard cannot place a message "
-                               "rewritten inside the history. Keep each tool call with its results; nothing was "
-                               "deleted")
-        altered = [m for m in out if id(m) not in survivors]
-        if rest and not cleaned[-1].parts:
+        altered = [m for m in out if id(m) not in survivors and held(m)]
+        remainder: ModelMessage | None = None
+        for j, m in enumerate(cleaned):
+            if id(m) in known:
+                continue
+            origin = next((o for o in out if m.parts and any(p is m.parts[0] for p in o.parts)), out[-1])
+            if not held(origin):
+                continue
+            if j != len(cleaned) - 1:
+                raise AdapterError(f"Pydantic AI would drop tool results whose calls the history processor deleted "
+                                   f"from message {j} and keep its other parts: the guard cannot place a message "
+                                   "rewritten inside the history. Keep each tool call with its results; nothing "
+                                   "was deleted")
+            remainder = m
+        if not cleaned[-1].parts and id(cleaned[-1]) not in known:
             return _Cleanup(cleaned[:-1], altered, None, cleaned[-1])
-        return _Cleanup(cleaned, altered, cleaned[-1] if rest else None)
+        return _Cleanup(cleaned, altered, remainder)
 
     def _observe(self, messages: Sequence[ModelMessage], sess: _Session) -> _Observed:
         """Keys for the context's messages: known ones by their parts (a merged message by the
@@ -453,6 +466,9 @@ class GuardedHistory(AbstractCapability[Any]):
                 tracker.adopt(key, 1, reason="a compaction response (CompactionPart) made before the guard")
                 sess.parts[key] = digests
                 keys.append([key])
+                continue
+            if not m.parts and meta is None:  # holds nothing: not a unit (a summarizer's empty request)
+                keys.append([])
                 continue
             if meta is not None:
                 key = SUMMARY_PREFIX + meta["summary"]
@@ -517,26 +533,28 @@ class GuardedHistory(AbstractCapability[Any]):
             return sent, messages
         return sent, out
 
-    def _plan(self, messages: list[ModelMessage], observed: _Observed, cleanup: _Cleanup,
+    def _plan(self, messages: list[ModelMessage], observed: _Observed, result: list[ModelMessage],
               sent: list[list[ModelMessage]], sess: _Session
-              ) -> tuple[Plan, ModelMessage | None, dict[str, ModelMessage], list[tuple[ModelMessage, list[str]]]]:
-        """The compaction ``inner`` made, as the framework will hold it (``cleanup``): what it
-        deleted (a message the cleanup cut included, whatever ``inner`` meant), what the
-        summarizer saw whole, what it kept, and its one new message (the summary, or None: a
-        plain drop)."""
+              ) -> tuple[Plan, ModelMessage | None, dict[str, ModelMessage], list[tuple[ModelMessage, list[str]]],
+                         _Cleanup]:
+        """The compaction ``inner`` made (``result``), as the framework will hold it (the
+        cleanup, returned): what it deleted (a message the cleanup cut included, whatever
+        ``inner`` meant), what the summarizer saw whole, what it kept, and its one new message
+        (the summary, or None: a plain drop)."""
         by_id = {id(m): ks for m, ks in zip(messages, observed.keys, strict=True)}
         by_parts: dict[tuple[str, ...], list[str]] = {}
         for m, ks in zip(messages, observed.keys, strict=True):
             by_parts.setdefault(tuple(_parts(m)), ks)
-        for m in cleanup.altered:
-            if (by_id.get(id(m)) or by_parts.get(tuple(_parts(m)))) is None:
-                raise AdapterError("the history processor's new message holds a tool result whose call is not in "
-                                   "the history; Pydantic AI would drop it. Nothing was deleted")
+        cleanup = self._framework_cleanup(
+            result, lambda m: bool(m.parts) and (id(m) in by_id or tuple(_parts(m)) in by_parts))
         out = cleanup.out
         kept: list[tuple[ModelMessage, list[str]]] = []
         new: list[tuple[int, ModelMessage]] = []
         for j, m in enumerate(out):
             if m is cleanup.remainder:
+                continue
+            if not m.parts and _meta(m) is None:  # holds nothing: kept or new, it is no unit
+                kept.append((m, []))
                 continue
             found = by_id.get(id(m)) or by_parts.get(tuple(_parts(m)))
             if found is None:
@@ -571,7 +589,7 @@ class GuardedHistory(AbstractCapability[Any]):
                 shown += ks
         summary = new[0][1] if new else None
         plan = sess.guard.tracker.plan(deleted=deleted, shown=shown, kept=kept_keys)
-        return plan, summary, held, kept
+        return plan, summary, held, kept, cleanup
 
     def _resolve(self, plan: Plan, sess: _Session, held: dict[str, ModelMessage]) -> Resolution:
         tracker = sess.guard.tracker

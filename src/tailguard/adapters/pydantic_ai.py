@@ -193,12 +193,11 @@ class _Session:
 @dataclass(slots=True)
 class _Cleanup:
     """The history processor's result after Pydantic AI's orphaned-result pass: ``out`` (what the
-    framework will hold), ``altered`` (messages of the result that lost a part: deleted) and
+    framework will hold; a message of the history it cut is not in it: deleted),
     ``remainder`` (what is left of the last one, a new message, or None), ``request_only`` (the
     empty request left of it, sent with this request only, or None)."""
 
     out: list[ModelMessage]
-    altered: list[ModelMessage]
     remainder: ModelMessage | None
     request_only: ModelMessage | None = None
 
@@ -403,8 +402,8 @@ class GuardedHistory(AbstractCapability[Any]):
 
     @staticmethod
     def _framework_cleanup(out: list[ModelMessage], held: Callable[[ModelMessage], bool]) -> _Cleanup:
-        """``out`` as Pydantic AI will really hold it, and the messages of the history (``held``)
-        in ``out`` that lose parts there.
+        """``out`` as Pydantic AI will really hold it (``held``: whether a message is one of the
+        history's).
 
         Before every model request (and again at the start of every run) Pydantic AI drops a tool
         result whose call is no longer in the history (``_drop_orphaned_tool_results``, the first
@@ -419,10 +418,8 @@ class GuardedHistory(AbstractCapability[Any]):
         result for a call it was shown dangling) is new either way: what is left of it is new."""
         cleaned = _drop_orphaned_tool_results(list(out))
         if [id(m) for m in cleaned] == [id(m) for m in out]:
-            return _Cleanup(out, [], None)
-        survivors = {id(m) for m in cleaned}
+            return _Cleanup(out, None)
         known = {id(m) for m in out}
-        altered = [m for m in out if id(m) not in survivors and held(m)]
         remainder: ModelMessage | None = None
         for j, m in enumerate(cleaned):
             if id(m) in known:
@@ -437,8 +434,8 @@ class GuardedHistory(AbstractCapability[Any]):
                                    "was deleted")
             remainder = m
         if not cleaned[-1].parts and id(cleaned[-1]) not in known:
-            return _Cleanup(cleaned[:-1], altered, None, cleaned[-1])
-        return _Cleanup(cleaned, altered, remainder)
+            return _Cleanup(cleaned[:-1], None, cleaned[-1])
+        return _Cleanup(cleaned, remainder)
 
     def _observe(self, messages: Sequence[ModelMessage], sess: _Session) -> _Observed:
         """Keys for the context's messages: known ones by their parts (a merged message by the

@@ -350,3 +350,32 @@ def test_the_processor_pydantic_ai_documents_is_guarded(tmp_path: Path) -> None:
     history = drv.run(drv.make_agent(spilling, process=summarize_old_messages, first=[seen.capability()]), turns)
     extra = drv.spilled(store, history)
     assert drv.lost(history, seen, extra) == set() and gone <= drv.markers(extra)
+
+
+def test_the_integrations_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/integrations.md's Pydantic AI snippet, as printed, builds offline; with its two models
+    swapped for Pydantic AI's FunctionModel (Agent.override) the guarded agent compacts, and the
+    one log and the spill store it names are written."""
+    import re
+
+    from pydantic_ai.models.function import FunctionModel
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text(encoding="utf-8")
+    part = doc[doc.index("## Pydantic AI v2"):]
+    part = part[: part.index("\n## ", 1)]
+    snippets = re.findall(r"```python\n(.*?)```", part, flags=re.S)
+    assert len(snippets) == 1
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-used")
+    FileSpillStore(tmp_path / "spills", create=True)
+    namespace: dict[str, Any] = {"__name__": "docs_integrations_pydantic_ai"}
+    code = compile(snippets[0], "integrations.md:pydantic-ai", "exec", dont_inherit=True)  # as a script runs it
+    exec(code, namespace)  # the doc's own code
+    agent, summarizer = namespace["agent"], namespace["summarizer"]
+    with agent.override(model=FunctionModel(drv.model_fn)), \
+            summarizer.override(model=GuardedHistory.watch(FunctionModel(drv.summarizer_fn))):
+        history: list[Any] = []
+        for i in range(1, 24, 2):  # chat turns (odd: no tool calls)
+            history = agent.run_sync(f"[m{i}] task", message_history=history).all_messages()
+    meta = drv.carried(history)
+    assert meta is not None and len(list((tmp_path / "logs").glob("*.jsonl"))) == 1

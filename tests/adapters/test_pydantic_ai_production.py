@@ -367,7 +367,6 @@ def test_the_integrations_snippet_runs(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(snippets) == 1
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "not-used")
-    FileSpillStore(tmp_path / "spills", create=True)
     namespace: dict[str, Any] = {"__name__": "docs_integrations_pydantic_ai"}
     code = compile(snippets[0], "integrations.md:pydantic-ai", "exec", dont_inherit=True)  # as a script runs it
     exec(code, namespace)  # the doc's own code
@@ -379,3 +378,4 @@ def test_the_integrations_snippet_runs(tmp_path: Path, monkeypatch: pytest.Monke
             history = agent.run_sync(f"[m{i}] task", message_history=history).all_messages()
     meta = drv.carried(history)
     assert meta is not None and len(list((tmp_path / "logs").glob("*.jsonl"))) == 1
+    assert (tmp_path / "spills").is_dir()

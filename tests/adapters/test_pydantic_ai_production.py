@@ -379,3 +379,43 @@ def test_the_integrations_snippet_runs(tmp_path: Path, monkeypatch: pytest.Monke
     meta = drv.carried(history)
     assert meta is not None and len(list((tmp_path / "logs").glob("*.jsonl"))) == 1
     assert (tmp_path / "spills").is_dir()
+
+
+async def keep_recent_messages(messages: list[Any]) -> list[Any]:
+    """Keep only the last 5 messages to manage token usage (Pydantic AI's docs, verbatim)."""
+    return messages[-5:] if len(messages) > 5 else messages
+
+
+def test_a_processor_that_only_drops_messages_is_one_session(tmp_path: Path) -> None:
+    """Pydantic AI's documented sliding window (``messages[-5:]``) writes no summary: the guard's
+    state rides in the newest response instead, so the conversation is one session with one log
+    across requests and a restart from JSON; unguarded the window loses what it drops, guarded it
+    halts, or spills every dropped message (found through the spill index the state names)."""
+    turns = range(10)
+    seen = drv.Seen()
+    history = drv.run(drv.make_agent(None, process=keep_recent_messages, first=[seen.capability()]), turns)
+    assert {"[m0]", "[r0]", "[a5]"} <= drv.lost(history, seen)
+
+    with pytest.raises(UnrecoverableCompactionError, match="no_hole"):
+        drv.run(drv.make_agent(GuardedHistory(lambda m: m, recovery_floor_span=0, on_refuse="halt"),
+                               process=keep_recent_messages), turns)
+
+    store = FileSpillStore(tmp_path / "spill", create=True)
+    seen = drv.Seen()
+
+    def agent() -> Any:
+        guard = GuardedHistory(lambda m: m, recovery_floor_span=0, on_refuse="spill", store=store,
+                               log=f"{tmp_path}/logs/")
+        return drv.make_agent(guard, process=keep_recent_messages, first=[seen.capability()])
+
+    history = drv.run(agent(), range(5))
+    saved = ModelMessagesTypeAdapter.dump_json(history)
+    history = drv.run(agent(), range(5, 10), list(ModelMessagesTypeAdapter.validate_json(saved)))  # a restart
+    carriers = [m for m in history if META_KEY in (m.metadata or {})]
+    assert len(carriers) == 1 and "state" in carriers[0].metadata[META_KEY]
+    extra = drv.spilled(store, history)
+    assert drv.lost(history, seen, extra) == set()
+    logs = list((tmp_path / "logs").glob("*.jsonl"))
+    kinds = [json.loads(x)["event"] for x in logs[0].read_text().splitlines()]
+    assert len(logs) == 1 and kinds.count("session") == 1 and kinds.count("resume") == 1
+    assert audit(logs[0]) == 0

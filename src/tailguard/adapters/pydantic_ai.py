@@ -139,6 +139,15 @@ def _meta(m: ModelMessage) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) and isinstance(meta.get("summary"), str) else None
 
 
+def _carried_meta(m: ModelMessage) -> dict[str, Any] | None:
+    """The guard's metadata of a message that carries (or, a guard summary, should carry) the
+    session's state: a guard summary, or a response the state rides on when there is none."""
+    meta = (m.metadata or {}).get(META_KEY)
+    if not isinstance(meta, dict):
+        return None
+    return meta if isinstance(meta.get("summary"), str) or "state" in meta else None
+
+
 def _is_foreign_summary(m: ModelMessage) -> bool:
     """A compaction the guard did not make (a provider's compaction part)."""
     return _meta(m) is None and any(isinstance(p, CompactionPart) for p in m.parts)
@@ -292,7 +301,7 @@ class GuardedHistory(AbstractCapability[Any]):
     @staticmethod
     def _carrier(messages: Sequence[ModelMessage]) -> int | None:
         for i in range(len(messages) - 1, -1, -1):
-            if _meta(messages[i]) is not None:
+            if _carried_meta(messages[i]) is not None:
                 return i
         return None
 
@@ -300,13 +309,13 @@ class GuardedHistory(AbstractCapability[Any]):
         i = self._carrier(messages)
         if i is None:
             return None
-        meta = _meta(messages[i])
+        meta = _carried_meta(messages[i])
         assert meta is not None
         value = meta.get("state")
         if value is None:
             raise AdapterError(f"message {i} is the guard's summary but holds no guard state "
                                f"(metadata[{META_KEY!r}]['state']): re-send the history whole")
-        check_state_value(value, f"the summary at message {i}", fmt=STATE_FORMAT, version=STATE_VERSION,
+        check_state_value(value, f"the guard state at message {i}", fmt=STATE_FORMAT, version=STATE_VERSION,
                           framework="Pydantic AI")
         checked: dict[str, Any] = value
         return checked
@@ -346,13 +355,19 @@ class GuardedHistory(AbstractCapability[Any]):
         self._sessions.remember(sid, sess)
         return sess
 
+    @staticmethod
+    def _only_appends(sess: _Session) -> bool:
+        """Whether the session recorded nothing but appends (nothing left the context, nothing
+        refused, spilled, adopted or summarized): then it has nothing to carry."""
+        ledger, tracker = sess.guard.ledger, sess.guard.tracker
+        in_context = sum(hi - lo for lo, hi in tracker.units.values())
+        return not (ledger.refusals or sess.guard.spills or ledger.unverified or ledger.summaries
+                    or in_context != ledger.history_end)
+
     def _settle(self, sess: _Session, *, compacted: bool) -> None:
-        """A new session that ends without a guard summary has nowhere to live on (its state rides
-        in the summary); if it recorded nothing but appends it is dropped with its log."""
-        if not sess.new or compacted:
-            return
-        ledger = sess.guard.ledger
-        if ledger.refusals or sess.guard.spills or ledger.unverified or ledger.summaries:
+        """A new session that ends with nowhere for its state to ride is dropped with its log when
+        it recorded nothing but appends."""
+        if not sess.new or compacted or not self._only_appends(sess):
             return
         self._sessions.forget(sess.sid)
         sess.close()
@@ -370,18 +385,32 @@ class GuardedHistory(AbstractCapability[Any]):
 
     def _finish(self, final: list[ModelMessage], sess: _Session) -> list[ModelMessage]:
         """The history with the session's state in the newest guard summary (every request, so
-        the offsets of new messages persist); a session with no summary yet is settled."""
-        i = self._carrier(final)
+        the offsets of new messages persist). With no guard summary (a processor that only drops
+        messages), a session that recorded more than appends carries it in the newest response
+        (``metadata["tailguard"] = {"state", "spill_index"}``; the newest request when no response
+        is left: Pydantic AI's merge of consecutive requests keeps no application metadata, so a
+        response is preferred); one that recorded only appends is settled. No other message
+        keeps a state: an older one would be stale."""
+        i = next((j for j in range(len(final) - 1, -1, -1) if _meta(final[j]) is not None), None)
+        if i is None and not (sess.new and self._only_appends(sess)):
+            i = next((j for j in range(len(final) - 1, -1, -1) if not isinstance(final[j], ModelRequest)),
+                     len(final) - 1 if final else None)  # a request only when no response is left
         if i is None:
             self._settle(sess, compacted=False)
             return final
         sess.new = False
         value = self._state_value(sess)
         sess.persisted = value["integrity"]
-        carrier = final[i]
-        meta = {**(carrier.metadata or {}), META_KEY: {**_meta(carrier), "state": value}}  # type: ignore[dict-item]
         out = list(final)
-        out[i] = dataclasses.replace(carrier, metadata=meta)
+        for j, m in enumerate(out):
+            meta = (m.metadata or {}).get(META_KEY)
+            if j != i and isinstance(meta, dict) and "state" in meta:
+                rest = {k: v for k, v in meta.items() if k != "state"}
+                others = {k: v for k, v in (m.metadata or {}).items() if k != META_KEY}
+                out[j] = dataclasses.replace(m, metadata={**others, **({META_KEY: rest} if _meta(m) else {})} or None)
+        carrier = out[i]
+        mine = _meta(carrier) or {"spill_index": sess.index}
+        out[i] = dataclasses.replace(carrier, metadata={**(carrier.metadata or {}), META_KEY: {**mine, "state": value}})
         return out
 
     # -- the steps -------------------------------------------------------------------------
@@ -596,6 +625,23 @@ class GuardedHistory(AbstractCapability[Any]):
 
         return sess.guard.resolve(plan, payload)
 
+    @staticmethod
+    def _index_spills(sess: _Session, spilled: int) -> list[tuple[Pair, str]]:
+        """The spills this compaction wrote (after the first ``spilled``), added to the session's
+        spill index (a new index object in the store, re-read before it is named)."""
+        guard = sess.guard
+        fresh = guard.spills[spilled:]
+        if fresh:
+            assert guard.store is not None
+            listed = read_index(guard.store, sess.index) if sess.index is not None else []
+            data = encode_index(FRAMEWORK, guard.unit, sess.sid, [*listed, *fresh])
+            sess.index = guard.store.put(data, session=sess.sid, unit=guard.unit)
+            if guard.store.get(sess.index) != data:
+                raise AdapterError(f"the spill index {sess.index} did not re-read to the bytes written; "
+                                   "nothing was deleted")
+            del guard.spills[:spilled]
+        return list(fresh)
+
     def _apply(self, plan: Plan, summary: ModelMessage | None, cleanup: _Cleanup,
                kept: list[tuple[ModelMessage, list[str]]], sess: _Session, spilled: int) -> list[ModelMessage]:
         """Commit ``plan``: the summary gets the guard's metadata (and, a request followed by
@@ -611,6 +657,7 @@ class GuardedHistory(AbstractCapability[Any]):
             sess.serial += 1
             sess.parts[rkey] = digests
             keys_of[id(cleanup.remainder)] = [rkey]
+        fresh = self._index_spills(sess, spilled)
         if summary is None:
             tracked = [k for m, ks in kept for k in ks]
             guard.tracker.observe([Entry(k, k in guard.tracker.summaries, 0 if k in guard.tracker.summaries else 1)
@@ -621,16 +668,6 @@ class GuardedHistory(AbstractCapability[Any]):
             return out
         sid = guard.ledger.next_summary_id
         key = SUMMARY_PREFIX + sid
-        fresh = guard.spills[spilled:]
-        if fresh:
-            assert guard.store is not None
-            listed = read_index(guard.store, sess.index) if sess.index is not None else []
-            data = encode_index(FRAMEWORK, guard.unit, sess.sid, [*listed, *fresh])
-            sess.index = guard.store.put(data, session=sess.sid, unit=guard.unit)
-            if guard.store.get(sess.index) != data:
-                raise AdapterError(f"the spill index {sess.index} did not re-read to the bytes written; "
-                                   "nothing was deleted")
-            del guard.spills[:spilled]
         at = next(j for j, m in enumerate(out) if m is summary)
         run_end = at + 1
         if isinstance(summary, ModelRequest):

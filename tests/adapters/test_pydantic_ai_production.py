@@ -419,3 +419,13 @@ def test_a_processor_that_only_drops_messages_is_one_session(tmp_path: Path) -> 
     kinds = [json.loads(x)["event"] for x in logs[0].read_text().splitlines()]
     assert len(logs) == 1 and kinds.count("session") == 1 and kinds.count("resume") == 1
     assert audit(logs[0]) == 0
+
+
+def test_a_conversation_never_compacted_leaves_no_state_and_no_log(tmp_path: Path) -> None:
+    """Before its first reduction a conversation has nothing to carry: no message gets guard
+    metadata and no log file stays behind (each request's appends-only session is dropped)."""
+    guard = GuardedHistory(lambda m: m, recovery_floor_span=0, on_refuse="spill", store=tmp_path / "spill",
+                           log=f"{tmp_path}/logs/")
+    history = drv.run(drv.make_agent(guard, limit=100), range(4))
+    assert drv.carried(history) is None
+    assert list((tmp_path / "logs").glob("*.jsonl")) == []

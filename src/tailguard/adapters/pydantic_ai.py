@@ -16,8 +16,13 @@ which it wraps in ``ProcessHistory``). For each model request it
   (the summarizer agent of a processor) while ``inner`` runs. A deleted message counts as shown
   whole only when each of its parts reached the summarizer (the same part, or its text whole);
 - maps the result onto the history: messages kept (the same message, by its parts), messages
-  deleted, and at most one new message, the summary. A processor that rewrites a message in place
-  or adds two is refused with :class:`~tailguard.adapters._offsets.AdapterError` (fail closed);
+  deleted, and at most one new message, the summary (a message with no parts holds nothing and
+  is no unit: the empty request of a summarizer's ``new_messages()`` may stand beside it). A
+  processor that rewrites a message in place or adds two is refused with
+  :class:`~tailguard.adapters._offsets.AdapterError` (fail closed);
+- predicts Pydantic AI's own cleanup of the result (``_drop_orphaned_tool_results``, run before
+  every request): a tool result whose call the processor deleted is dropped by the framework, so
+  its message counts as deleted, never kept;
 - decides **before anything is deleted**: ``halt`` raises ``UnrecoverableCompactionError`` and
   the run's history is untouched, ``spill`` writes the deleted messages
   (``ModelMessagesTypeAdapter``'s JSON, byte-exact) to the store and proceeds, ``defer`` keeps
@@ -45,7 +50,7 @@ import contextvars
 import dataclasses
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +84,7 @@ try:
         ModelMessage,
         ModelMessagesTypeAdapter,
         ModelRequest,
+        _drop_orphaned_tool_results,
         _merge_consecutive_messages,
     )
     from pydantic_ai.models import Model
@@ -133,6 +139,15 @@ def _meta(m: ModelMessage) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) and isinstance(meta.get("summary"), str) else None
 
 
+def _carried_meta(m: ModelMessage) -> dict[str, Any] | None:
+    """The guard's metadata of a message that carries (or, a guard summary, should carry) the
+    session's state: a guard summary, or a response the state rides on when there is none."""
+    meta = (m.metadata or {}).get(META_KEY)
+    if not isinstance(meta, dict):
+        return None
+    return meta if isinstance(meta.get("summary"), str) or "state" in meta else None
+
+
 def _is_foreign_summary(m: ModelMessage) -> bool:
     """A compaction the guard did not make (a provider's compaction part)."""
     return _meta(m) is None and any(isinstance(p, CompactionPart) for p in m.parts)
@@ -182,6 +197,18 @@ class _Session:
 
     def close(self) -> None:
         self.guard.close()
+
+
+@dataclass(slots=True)
+class _Cleanup:
+    """The history processor's result after Pydantic AI's orphaned-result pass: ``out`` (what the
+    framework will hold; a message of the history it cut is not in it: deleted),
+    ``remainder`` (what is left of the last one, a new message, or None), ``request_only`` (the
+    empty request left of it, sent with this request only, or None)."""
+
+    out: list[ModelMessage]
+    remainder: ModelMessage | None
+    request_only: ModelMessage | None = None
 
 
 @dataclass(slots=True)
@@ -260,13 +287,13 @@ class GuardedHistory(AbstractCapability[Any]):
         async with self._sessions.alocked(sid):
             sess = self._load(sid, value)
             try:
-                final = await self._compaction(ctx, request_context, messages, sess)
+                final, request_only = await self._compaction(ctx, request_context, messages, sess)
             except BaseException:
                 self._settle(sess, compacted=False)
                 raise
             final = self._finish(final, sess)
         ctx.messages[:] = final
-        request_context.messages = list(final)
+        request_context.messages = [*final, *request_only]
         return request_context
 
     # -- sessions ----------------------------------------------------------------------------
@@ -274,7 +301,7 @@ class GuardedHistory(AbstractCapability[Any]):
     @staticmethod
     def _carrier(messages: Sequence[ModelMessage]) -> int | None:
         for i in range(len(messages) - 1, -1, -1):
-            if _meta(messages[i]) is not None:
+            if _carried_meta(messages[i]) is not None:
                 return i
         return None
 
@@ -282,13 +309,13 @@ class GuardedHistory(AbstractCapability[Any]):
         i = self._carrier(messages)
         if i is None:
             return None
-        meta = _meta(messages[i])
+        meta = _carried_meta(messages[i])
         assert meta is not None
         value = meta.get("state")
         if value is None:
             raise AdapterError(f"message {i} is the guard's summary but holds no guard state "
                                f"(metadata[{META_KEY!r}]['state']): re-send the history whole")
-        check_state_value(value, f"the summary at message {i}", fmt=STATE_FORMAT, version=STATE_VERSION,
+        check_state_value(value, f"the guard state at message {i}", fmt=STATE_FORMAT, version=STATE_VERSION,
                           framework="Pydantic AI")
         checked: dict[str, Any] = value
         return checked
@@ -328,13 +355,19 @@ class GuardedHistory(AbstractCapability[Any]):
         self._sessions.remember(sid, sess)
         return sess
 
+    @staticmethod
+    def _only_appends(sess: _Session) -> bool:
+        """Whether the session recorded nothing but appends (nothing left the context, nothing
+        refused, spilled, adopted or summarized): then it has nothing to carry."""
+        ledger, tracker = sess.guard.ledger, sess.guard.tracker
+        in_context = sum(hi - lo for lo, hi in tracker.units.values())
+        return not (ledger.refusals or sess.guard.spills or ledger.unverified or ledger.summaries
+                    or in_context != ledger.history_end)
+
     def _settle(self, sess: _Session, *, compacted: bool) -> None:
-        """A new session that ends without a guard summary has nowhere to live on (its state rides
-        in the summary); if it recorded nothing but appends it is dropped with its log."""
-        if not sess.new or compacted:
-            return
-        ledger = sess.guard.ledger
-        if ledger.refusals or sess.guard.spills or ledger.unverified or ledger.summaries:
+        """A new session that ends with nowhere for its state to ride is dropped with its log when
+        it recorded nothing but appends."""
+        if not sess.new or compacted or not self._only_appends(sess):
             return
         self._sessions.forget(sess.sid)
         sess.close()
@@ -352,33 +385,86 @@ class GuardedHistory(AbstractCapability[Any]):
 
     def _finish(self, final: list[ModelMessage], sess: _Session) -> list[ModelMessage]:
         """The history with the session's state in the newest guard summary (every request, so
-        the offsets of new messages persist); a session with no summary yet is settled."""
-        i = self._carrier(final)
+        the offsets of new messages persist). With no guard summary (a processor that only drops
+        messages), a session that recorded more than appends carries it in the newest response
+        (``metadata["tailguard"] = {"state", "spill_index"}``; the newest request when no response
+        is left: Pydantic AI's merge of consecutive requests keeps no application metadata, so a
+        response is preferred); one that recorded only appends is settled. No other message
+        keeps a state: an older one would be stale."""
+        i = next((j for j in range(len(final) - 1, -1, -1) if _meta(final[j]) is not None), None)
+        if i is None and not (sess.new and self._only_appends(sess)):
+            i = next((j for j in range(len(final) - 1, -1, -1) if not isinstance(final[j], ModelRequest)),
+                     len(final) - 1 if final else None)  # a request only when no response is left
         if i is None:
             self._settle(sess, compacted=False)
             return final
         sess.new = False
         value = self._state_value(sess)
         sess.persisted = value["integrity"]
-        carrier = final[i]
-        meta = {**(carrier.metadata or {}), META_KEY: {**_meta(carrier), "state": value}}  # type: ignore[dict-item]
         out = list(final)
-        out[i] = dataclasses.replace(carrier, metadata=meta)
+        for j, m in enumerate(out):
+            meta = (m.metadata or {}).get(META_KEY)
+            if j != i and isinstance(meta, dict) and "state" in meta:
+                rest = {k: v for k, v in meta.items() if k != "state"}
+                others = {k: v for k, v in (m.metadata or {}).items() if k != META_KEY}
+                out[j] = dataclasses.replace(m, metadata={**others, **({META_KEY: rest} if _meta(m) else {})} or None)
+        carrier = out[i]
+        mine = _meta(carrier) or {"spill_index": sess.index}
+        out[i] = dataclasses.replace(carrier, metadata={**(carrier.metadata or {}), META_KEY: {**mine, "state": value}})
         return out
 
     # -- the steps -------------------------------------------------------------------------
 
     async def _compaction(self, ctx: Any, request_context: Any, messages: list[ModelMessage],
-                          sess: _Session) -> list[ModelMessage]:
+                          sess: _Session) -> tuple[list[ModelMessage], list[ModelMessage]]:
+        """The history after this request's compaction, and what only this request is sent after it."""
         observed = self._observe(messages, sess)
         sent, out = await self._run_inner(ctx, request_context, messages)
         if out is messages or [id(m) for m in out] == [id(m) for m in messages]:
-            return out
-        plan, summary, held, kept_msgs = self._plan(messages, observed, out, sent, sess)
+            return out, []
+        plan, summary, held, kept_msgs, cleanup = self._plan(messages, observed, out, sent, sess)
         res = self._resolve(plan, sess, held)
         if res.action == "defer":
-            return messages
-        return self._apply(plan, summary, out, kept_msgs, sess, len(sess.guard.spills) - len(res.spills))
+            return messages, []
+        final = self._apply(plan, summary, cleanup, kept_msgs, sess, len(sess.guard.spills) - len(res.spills))
+        return final, [] if cleanup.request_only is None else [cleanup.request_only]
+
+    @staticmethod
+    def _framework_cleanup(out: list[ModelMessage], held: Callable[[ModelMessage], bool]) -> _Cleanup:
+        """``out`` as Pydantic AI will really hold it (``held``: whether a message is one of the
+        history's).
+
+        Before every model request (and again at the start of every run) Pydantic AI drops a tool
+        result whose call is no longer in the history (``_drop_orphaned_tool_results``, the first
+        pass of ``_clean_message_history``): a processor that compacts a tool call and keeps its
+        result loses that result after the guard decided. The guard applies the same pass, with
+        the framework's own function, and decides on its result: a message of the history that
+        loses a part is deleted (shown whole to the summarizer, spilled, or a hole), never kept.
+        What is left of it is a new message; only the last message can be one, anything else is
+        refused (fail closed). Left empty, it is what Pydantic AI sends this request alone (the
+        history must end with a request) and drops from the history at the next step: the guard
+        sends it and does not keep it. A new message that loses parts (a summarizer's synthesized
+        result for a call it was shown dangling) is new either way: what is left of it is new."""
+        cleaned = _drop_orphaned_tool_results(list(out))
+        if [id(m) for m in cleaned] == [id(m) for m in out]:
+            return _Cleanup(out, None)
+        known = {id(m) for m in out}
+        remainder: ModelMessage | None = None
+        for j, m in enumerate(cleaned):
+            if id(m) in known:
+                continue
+            origin = next((o for o in out if m.parts and any(p is m.parts[0] for p in o.parts)), out[-1])
+            if not held(origin):
+                continue
+            if j != len(cleaned) - 1:
+                raise AdapterError(f"Pydantic AI would drop tool results whose calls the history processor deleted "
+                                   f"from message {j} and keep its other parts: the guard cannot place a message "
+                                   "rewritten inside the history. Keep each tool call with its results; nothing "
+                                   "was deleted")
+            remainder = m
+        if not cleaned[-1].parts and id(cleaned[-1]) not in known:
+            return _Cleanup(cleaned[:-1], None, cleaned[-1])
+        return _Cleanup(cleaned, remainder)
 
     def _observe(self, messages: Sequence[ModelMessage], sess: _Session) -> _Observed:
         """Keys for the context's messages: known ones by their parts (a merged message by the
@@ -406,6 +492,9 @@ class GuardedHistory(AbstractCapability[Any]):
                 tracker.adopt(key, 1, reason="a compaction response (CompactionPart) made before the guard")
                 sess.parts[key] = digests
                 keys.append([key])
+                continue
+            if not m.parts and meta is None:  # holds nothing: not a unit (a summarizer's empty request)
+                keys.append([])
                 continue
             if meta is not None:
                 key = SUMMARY_PREFIX + meta["summary"]
@@ -470,18 +559,29 @@ class GuardedHistory(AbstractCapability[Any]):
             return sent, messages
         return sent, out
 
-    def _plan(self, messages: list[ModelMessage], observed: _Observed, out: list[ModelMessage],
+    def _plan(self, messages: list[ModelMessage], observed: _Observed, result: list[ModelMessage],
               sent: list[list[ModelMessage]], sess: _Session
-              ) -> tuple[Plan, ModelMessage | None, dict[str, ModelMessage], list[tuple[ModelMessage, list[str]]]]:
-        """The compaction ``inner`` made: what it deleted, what the summarizer saw whole, what it
-        kept, and its one new message (the summary, or None: a plain drop)."""
+              ) -> tuple[Plan, ModelMessage | None, dict[str, ModelMessage], list[tuple[ModelMessage, list[str]]],
+                         _Cleanup]:
+        """The compaction ``inner`` made (``result``), as the framework will hold it (the
+        cleanup, returned): what it deleted (a message the cleanup cut included, whatever
+        ``inner`` meant), what the summarizer saw whole, what it kept, and its one new message
+        (the summary, or None: a plain drop)."""
         by_id = {id(m): ks for m, ks in zip(messages, observed.keys, strict=True)}
         by_parts: dict[tuple[str, ...], list[str]] = {}
         for m, ks in zip(messages, observed.keys, strict=True):
             by_parts.setdefault(tuple(_parts(m)), ks)
+        cleanup = self._framework_cleanup(
+            result, lambda m: bool(m.parts) and (id(m) in by_id or tuple(_parts(m)) in by_parts))
+        out = cleanup.out
         kept: list[tuple[ModelMessage, list[str]]] = []
         new: list[tuple[int, ModelMessage]] = []
         for j, m in enumerate(out):
+            if m is cleanup.remainder:
+                continue
+            if not m.parts and _meta(m) is None:  # holds nothing: kept or new, it is no unit
+                kept.append((m, []))
+                continue
             found = by_id.get(id(m)) or by_parts.get(tuple(_parts(m)))
             if found is None:
                 new.append((j, m))
@@ -515,7 +615,7 @@ class GuardedHistory(AbstractCapability[Any]):
                 shown += ks
         summary = new[0][1] if new else None
         plan = sess.guard.tracker.plan(deleted=deleted, shown=shown, kept=kept_keys)
-        return plan, summary, held, kept
+        return plan, summary, held, kept, cleanup
 
     def _resolve(self, plan: Plan, sess: _Session, held: dict[str, ModelMessage]) -> Resolution:
         tracker = sess.guard.tracker
@@ -525,23 +625,11 @@ class GuardedHistory(AbstractCapability[Any]):
 
         return sess.guard.resolve(plan, payload)
 
-    def _apply(self, plan: Plan, summary: ModelMessage | None, out: list[ModelMessage],
-               kept: list[tuple[ModelMessage, list[str]]], sess: _Session, spilled: int) -> list[ModelMessage]:
-        """Commit ``plan``: the summary gets the guard's metadata (and, a request followed by
-        requests, is merged with them as the framework would); a plain drop is recorded as the
-        truncation it is."""
+    @staticmethod
+    def _index_spills(sess: _Session, spilled: int) -> list[tuple[Pair, str]]:
+        """The spills this compaction wrote (after the first ``spilled``), added to the session's
+        spill index (a new index object in the store, re-read before it is named)."""
         guard = sess.guard
-        kept_by_id = {id(m): ks for m, ks in kept}
-        if summary is None:
-            entries = [Entry(k, k in guard.tracker.summaries, 0 if k in guard.tracker.summaries else 1)
-                       for m in out for k in kept_by_id[id(m)]]
-            guard.tracker.observe(entries)
-            sess.order = [k for m in out for k in kept_by_id[id(m)]]
-            for k in [k for k in sess.parts if k not in set(sess.order)]:
-                del sess.parts[k]
-            return out
-        sid = guard.ledger.next_summary_id
-        key = SUMMARY_PREFIX + sid
         fresh = guard.spills[spilled:]
         if fresh:
             assert guard.store is not None
@@ -552,12 +640,40 @@ class GuardedHistory(AbstractCapability[Any]):
                 raise AdapterError(f"the spill index {sess.index} did not re-read to the bytes written; "
                                    "nothing was deleted")
             del guard.spills[:spilled]
-        at = next(j for j, m in enumerate(out) if id(m) not in kept_by_id)
+        return list(fresh)
+
+    def _apply(self, plan: Plan, summary: ModelMessage | None, cleanup: _Cleanup,
+               kept: list[tuple[ModelMessage, list[str]]], sess: _Session, spilled: int) -> list[ModelMessage]:
+        """Commit ``plan``: the summary gets the guard's metadata (and, a request followed by
+        requests, is merged with them as the framework would); a plain drop is recorded as the
+        truncation it is. What the framework's cleanup left of a cut message gets a new key (the
+        tracker places it, as the newest message, at the next request)."""
+        guard = sess.guard
+        out = cleanup.out
+        keys_of = {id(m): ks for m, ks in kept}
+        if cleanup.remainder is not None:
+            digests = _parts(cleanup.remainder)
+            rkey = f"~{hashlib.sha256(''.join(digests).encode()).hexdigest()[:24]}.{sess.serial}"
+            sess.serial += 1
+            sess.parts[rkey] = digests
+            keys_of[id(cleanup.remainder)] = [rkey]
+        fresh = self._index_spills(sess, spilled)
+        if summary is None:
+            tracked = [k for m, ks in kept for k in ks]
+            guard.tracker.observe([Entry(k, k in guard.tracker.summaries, 0 if k in guard.tracker.summaries else 1)
+                                   for k in tracked])
+            sess.order = [k for m in out for k in keys_of[id(m)]]
+            for k in [k for k in sess.parts if k not in set(sess.order)]:
+                del sess.parts[k]
+            return out
+        sid = guard.ledger.next_summary_id
+        key = SUMMARY_PREFIX + sid
+        at = next(j for j, m in enumerate(out) if m is summary)
         run_end = at + 1
         if isinstance(summary, ModelRequest):
             while run_end < len(out) and isinstance(out[run_end], ModelRequest):
                 run_end += 1
-        absorbed = [k for m in out[at + 1:run_end] for k in kept_by_id[id(m)]]
+        absorbed = [k for m in out[at + 1:run_end] for k in keys_of[id(m)]]
         merged = _merge_consecutive_messages(list(out[at:run_end]))
         if len(merged) != 1:
             raise AdapterError("Pydantic AI did not merge the summary with the requests after it; this version "
@@ -568,8 +684,8 @@ class GuardedHistory(AbstractCapability[Any]):
         carrier = dataclasses.replace(merged[0], metadata=meta)
         guard.tracker.commit(plan, key=key, summary=sid)
         final = [*out[:at], carrier, *out[run_end:]]
-        before = [k for m in out[:at] for k in kept_by_id[id(m)]]
-        after = [k for m in out[run_end:] for k in kept_by_id[id(m)]]
+        before = [k for m in out[:at] for k in keys_of[id(m)]]
+        after = [k for m in out[run_end:] for k in keys_of[id(m)]]
         sess.order = [*before, key, *absorbed, *after]
         sess.parts = {k: sess.parts[k] for k in sess.order if k in sess.parts}
         sess.parts[key] = _parts(summary)

@@ -17,8 +17,8 @@ ends (in its ``finally``) and ``reduce_context(e=...)`` when the model raises
   a hole: the shipped default loses the oldest invocation as soon as a session passes 40
   messages. When one invocation alone holds more than ``window_size`` messages there is no prompt
   to cut at and Strands cuts at a ``toolUse``/``toolResult`` boundary inside it
-  (``_find_tool_pair_trim_point``): the stage cannot split a turn and reports an ``overflow``
-  there (``tool_pair_fallback``). ``per_turn`` also runs the same trim before every (N-th) model
+  (``_find_tool_pair_trim_point``): the stage cannot split a turn and drops it whole, a larger
+  hole (``tool_pair_fallback``). ``per_turn`` also runs the same trim before every (N-th) model
   call: earlier, never more (``per_turn``). On a context-window overflow (``window``) the reactive
   path first cuts the oldest tool results to their first and last 200 characters
   (``should_truncate_results``), a loss inside one message: the stages report the window's
@@ -156,6 +156,16 @@ def check_session(name: str, values: Values, data: Mapping[str, Any], fail: Call
                                         "prompt), so a turn is an invocation: its prompt, its tool rounds (two "
                                         "messages each) and its answer, at least 2 messages "
                                         "(messages_per_turn = [2, ..])")
+    floor, unit = data.get("floor"), data.get("floor_unit")
+    if name == SUMMARIZING.name and is_int(floor) and floor and (unit != "messages"
+                                                                 or floor >= values["preserve_recent_messages"]):
+        raise fail("floor", "this preset decides a floor in messages of at most preserve_recent_messages - 1 "
+                            f"({values['preserve_recent_messages'] - 1}): Strands keeps one message fewer than "
+                            "preserve_recent_messages when its cut lands on a tool result, and many more when "
+                            "summary_ratio binds (int(len * summary_ratio) < len - preserve_recent_messages), which "
+                            "depends on how many messages the context holds at the overflow; the stages cannot "
+                            "tell the two apart, so a larger floor is undecided here, neither safe nor unsafe "
+                            "(guard it at run time: tailguard.adapters.strands)")
     if name == SUMMARIZING.name and tuple(mpt) != (1, 2) and tuple(mpt) != (1, 1):
         raise fail("messages_per_turn", "the summarizer cuts between any two messages but keeps a tool call with "
                                         "its result, so a turn is one message or a toolUse message with its "
@@ -183,10 +193,11 @@ TOOL_PAIR_FALLBACK = Difference(
     "tool_pair_fallback",
     "when one invocation alone holds more than window_size messages no user prompt lies after the cut, and "
     "Strands cuts at the first toolUse/toolResult boundary after it (or, with none, deletes nothing and "
-    "logs a warning); the stage deletes whole invocations only and reports an overflow.",
-    "the same verdict (unsafe) with another finding: an overflow where Strands deletes part of the invocation",
+    "logs a warning); the stage deletes whole invocations only, so it drops that invocation whole.",
+    "the same verdict (unsafe, a hole at that append); the model's hole holds the whole invocation where "
+    "Strands loses its first messages (more careful)",
     "the harness checks that an invocation of more than window_size messages is cut at its first tool pair "
-    "after the cut and that the model reports an overflow at that append")
+    "after the cut and that the model drops it whole at that append")
 PER_TURN_EARLIER = Difference(
     "per_turn",
     "per_turn runs the same trim before every (N-th) model call inside an invocation; the stage runs at the "

@@ -13,7 +13,16 @@ import re
 from typing import Any
 
 from tailguard.base.errors import PolicyError
-from tailguard.pipeline.presets import deepagents, google_adk, langchain, langmem, openai_agents, openhands, pydantic_ai, strands
+from tailguard.pipeline.presets import (
+    deepagents,
+    google_adk,
+    langchain,
+    langmem,
+    openai_agents,
+    openhands,
+    pydantic_ai,
+    strands,
+)
 from tailguard.pipeline.presets._base import Preset, Translation, as_toml, read_knob
 
 __all__ = ["PRESETS", "Preset", "Translation", "expand", "find", "translate"]

@@ -234,3 +234,24 @@ def test_bad_arguments_are_named() -> None:
                                     "inner": SlidingWindowConversationManager().get_state(),
                                     "tailguard": {"format": "tailguard.strands", "version": 1, "session": "x",
                                                   "integrity": "sha256:0"}})
+
+
+def test_the_adapter_has_the_shape_of_the_others(tmp_path: Path) -> None:
+    """Issue 24's shape, for the adapter that cannot share test_adapter_shape.py's venv: the named
+    steps, options= or keywords (never both), SUPPORTED is the preset's validated_on, and the
+    docs' version row states it."""
+    import re
+
+    from tailguard.adapters import GuardOptions, strands as adapter
+    from tailguard.adapters._guard import STEPS
+    from tailguard.pipeline.presets.strands import SLIDING
+
+    assert all(callable(getattr(GuardedConversationManager, step, None)) for step in STEPS)
+    options = GuardOptions(recovery_floor_span=3, on_refuse="spill", store=tmp_path)
+    assert GuardedConversationManager(options=options).options is options
+    with pytest.raises(TypeError, match="not both"):
+        GuardedConversationManager(options=options, recovery_floor_span=3)
+    assert SLIDING.validated_on == adapter.SUPPORTED
+    text = (Path(__file__).resolve().parents[2] / "docs/integrations.md").read_text()
+    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `([\w-]+)` \|[^|]*\|([^|]*)\|", text, re.M)}
+    assert rows.get("strands") == ", ".join(SLIDING.validated_on)

@@ -40,9 +40,10 @@ def test_every_preset_has_a_differential_test_or_says_why_not() -> None:
 # its own venv.
 # strands-agents needs watchdog < 7, google-adk 2.15 watchdog >= 7: tests/presets/test_strands_preset.py
 # checks its version where it is installed (docs/presets/strands.md).
-@pytest.mark.parametrize("preset", [p for p in PRESETS if p not in (find("openhands.CondenserPipeline"), find("strands"),
-                                                                    find("strands.SummarizingConversationManager"))],
-                         ids=lambda p: p.name)
+OWN_VENV = (find("openhands.CondenserPipeline"), find("strands"), find("strands.SummarizingConversationManager"))
+
+
+@pytest.mark.parametrize("preset", [p for p in PRESETS if p not in OWN_VENV], ids=lambda p: p.name)
 def test_the_installed_packages_are_the_validated_ones(preset: object) -> None:
     """A preset names the versions its differential test passed on; moving a package means
     re-running that test and updating the list (CI installs these pins: .ci/constraints.txt)."""

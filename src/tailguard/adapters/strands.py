@@ -363,6 +363,7 @@ class GuardedConversationManager(ConversationManager):
         change = self._plan(guard, before, view.messages, seen)
         if change is None:
             return result
+        self._confirm(change)
         try:
             proceed = self._resolve(guard, change)
         except BaseException:
@@ -434,6 +435,16 @@ class GuardedConversationManager(ConversationManager):
         shown = [k for k, m in zip(keys_before, before, strict=True)
                  if k in deleted and json.dumps(_body(m), sort_keys=True, default=repr) in shown_bodies]
         return _Change(before, after, deleted, kept, cut, summary, shown)
+
+    def _confirm(self, change: _Change) -> None:
+        """``inner`` kept messages in their order, and its summary (if any) before them: a change
+        offsets can describe. Checked before anything is decided or written."""
+        order = [m.get("tracking_id") for m in change.after]
+        if [k for k in order if k in set(change.kept)] != change.kept:
+            raise AdapterError(f"{type(self.inner).__name__} reordered the messages it kept; nothing was changed")
+        if change.summary is not None and change.kept and order.index(change.summary) > order.index(change.kept[0]):
+            raise AdapterError(f"{type(self.inner).__name__} placed its summary after a kept message; nothing was "
+                               "changed")
 
     def _resolve(self, guard: CompactionGuard, change: _Change) -> bool:
         """Decide ``change``; True: proceed (after any spills), False: deferred."""

@@ -255,3 +255,43 @@ def test_the_adapter_has_the_shape_of_the_others(tmp_path: Path) -> None:
     text = (Path(__file__).resolve().parents[2] / "docs/integrations.md").read_text()
     rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `([\w-]+)` \|[^|]*\|([^|]*)\|", text, re.M)}
     assert rows.get("strands") == ", ".join(SLIDING.validated_on)
+
+
+def test_runtime_and_config_agree_on_the_defaults_counterexample() -> None:
+    """Brief 6d: the guard refuses check-config's counterexample for the shipped default, at the
+    append the finding names, with the finding's invocation as the hole (in offsets: its messages)."""
+    from tests.presets.test_strands_preset import check_config, of_messages
+
+    _, found = check_config(Path("examples/presets/strands-defaults.toml").read_text())
+    finding = found["findings"][0]
+    guard = GuardedConversationManager(SlidingWindowConversationManager(), recovery_floor_span=8)
+    sess = sd.build(guard)
+    counts = finding["messages"]
+    for step, count in enumerate(counts, start=1):
+        if step < finding["step"]:
+            sess.invoke(12, of_messages(count))
+            continue
+        with pytest.raises(UnrecoverableCompactionError) as err:
+            sess.invoke(12, of_messages(count))
+        lo = sum(counts[: finding["offsets"][0]])
+        assert err.value.holes == ((lo, lo + sum(counts[j] for j in finding["offsets"])),)
+
+
+def test_runtime_never_refuses_what_the_summarizing_preset_calls_safe() -> None:
+    """Brief 6d: a floor of preserve_recent_messages - 1 is safe in the preset; the guard on the
+    real SummarizingConversationManager allows every summary of random sessions with it."""
+    from hypothesis import HealthCheck, given, settings
+
+    from tests.presets.test_strands_preset import SUMMARY_SYSTEM, summarizing_cases
+
+    @settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    @given(summarizing_cases())
+    def run(case: Any) -> None:
+        session, window, preserve, ratio = case
+        inner = SummarizingConversationManager(summary_ratio=ratio, preserve_recent_messages=preserve,
+                                               summarization_system_prompt=SUMMARY_SYSTEM)
+        sess = sd.build(GuardedConversationManager(inner, recovery_floor_span=preserve - 1), window=window)
+        for inv in session:
+            sess.invoke(inv.prompt, [*(Step(c, result=r) for c, r in inv.rounds), Step(inv.answer)])
+
+    run()

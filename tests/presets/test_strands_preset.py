@@ -278,8 +278,9 @@ def summarizing_cases(draw: st.DrawFn, max_invocations: int = 14) -> tuple[list[
     session = [Invocation(draw(size), [(draw(size), draw(size)) for _ in range(draw(st.integers(0, 2)))],
                           draw(size)) for _ in range(draw(st.integers(1, max_invocations)))]
     # preserve >= 8 and a window >= 800: the summary call and the kept messages always fit, so
-    # Strands never falls back to truncating text blocks (overflow_truncation)
-    return session, draw(st.integers(800, 1200)), draw(st.integers(8, 12)), draw(st.sampled_from([0.1, 0.3, 0.5, 0.8]))
+    # Strands never falls back to truncating text blocks (overflow_truncation); summary_ratio >= 0.3
+    # never takes the previous summary alone there (test_a_stuck_summary_round_is_refused_by_name)
+    return session, draw(st.integers(800, 1200)), draw(st.integers(8, 12)), draw(st.sampled_from([0.3, 0.5, 0.8]))
 
 
 @SETTINGS
@@ -303,6 +304,26 @@ def test_the_random_summarizing_sessions_summarize() -> None:
 @given(summarizing_cases(max_invocations=30))
 def test_summarizing_agrees_with_the_preset_model_long(case: tuple[list[Invocation], int, int, float]) -> None:
     compare_summarizing(*case)
+
+
+def test_a_stuck_summary_round_is_refused_by_name() -> None:
+    """With summary_ratio 0.1 a round on a context of at most 19 messages takes only the previous
+    summary: Strands raises the overflow out of the agent call (a session the stage, keeping
+    preserve_recent_messages, would call safe). The preset refuses such a session shape by name,
+    and accepts it once no 19-message context can overflow."""
+    session = [Invocation(20, [], 20), Invocation(20, [(20, 20), (20, 20)], 20),
+               Invocation(20, [(20, 31), (60, 60)], 60), Invocation(60, [(60, 60)], 60),
+               Invocation(60, [(60, 60)], 20)]
+    manager = SummarizingConversationManager(summary_ratio=0.1, preserve_recent_messages=8,
+                                             summarization_system_prompt=SUMMARY_SYSTEM)
+    sess = sd.build(manager, window=800)
+    with pytest.raises(Exception, match="only the previous summary is old enough"):
+        for inv in session:
+            sess.invoke(inv.prompt, [*(Step(c, result=r) for c, r in inv.rounds), Step(inv.answer)])
+    knobs = "summary_ratio = 0.1\npreserve_recent_messages = 8\nwindow = 800\nsummary_tokens = 30"
+    with pytest.raises(Exception, match="only the previous summary"):
+        policy(SUMMARIZING.name, knobs, mpt=(1, 2), max_tokens=60)
+    policy(SUMMARIZING.name, knobs.replace("800", "1200"), mpt=(1, 2), max_tokens=60)  # 18 * 60 + 30 fits
 
 
 def long_session(n: int = 14) -> list[Invocation]:

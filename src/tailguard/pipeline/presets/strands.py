@@ -166,10 +166,45 @@ def check_session(name: str, values: Values, data: Mapping[str, Any], fail: Call
                             "depends on how many messages the context holds at the overflow; the stages cannot "
                             "tell the two apart, so a larger floor is undecided here, neither safe nor unsafe "
                             "(guard it at run time: tailguard.adapters.strands)")
+    if name == SUMMARIZING.name:
+        _check_stuck(values, data, fail)
     if name == SUMMARIZING.name and tuple(mpt) != (1, 2) and tuple(mpt) != (1, 1):
         raise fail("messages_per_turn", "the summarizer cuts between any two messages but keeps a tool call with "
                                         "its result, so a turn is one message or a toolUse message with its "
                                         "toolResult message: messages_per_turn = [1, 2] (or [1, 1] without tools)")
+
+
+def stuck_length(ratio: float, preserve: int) -> int:
+    """The longest context (in messages, the summary first) at which a summary round cannot make
+    progress: ``max(1, int(len * summary_ratio)) == 1`` takes only the previous summary ("Cannot
+    summarize: only the previous summary is old enough") while ``len - preserve_recent_messages
+    >= 2`` would allow more; 0 when there is no such length."""
+    length = 0
+    n = preserve + 2
+    while int(n * ratio) <= 1:
+        length = n
+        n += 1
+    return length
+
+
+def _check_stuck(values: Values, data: Mapping[str, Any], fail: Callable[[str, str], PolicyError]) -> None:
+    """Refuse, by name, a session whose context can overflow while a summary round is stuck: the
+    overflow then escapes the agent call (or the text-block fallback cuts a message), which the
+    stage, keeping preserve_recent_messages, does not see."""
+    length = stuck_length(values["summary_ratio"], values["preserve_recent_messages"])
+    tt, base = data.get("turn_tokens"), data.get("base_tokens", 0)
+    if not length or not (isinstance(tt, list) and len(tt) == 2 and is_int(tt[1]) and is_int(base)):
+        return
+    largest = (length - 1) * tt[1] + values["summary_tokens"] + base
+    if largest > values["window"]:
+        raise fail("summary_ratio", f"with summary_ratio {values['summary_ratio']} a summary round takes only the "
+                                    f"previous summary when the context holds at most {length} messages ("
+                                    "\"Cannot summarize: only the previous summary is old enough\"), and "
+                                    f"{length - 1} messages of up to {tt[1]} tokens with the summary "
+                                    f"({largest} tokens) can overflow the window ({values['window']}): the overflow "
+                                    "then escapes the agent call, which the stage does not model. Raise "
+                                    "summary_ratio, bound turn_tokens, or guard it at run time "
+                                    "(tailguard.adapters.strands)")
 
 
 def _translate_sliding(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -221,6 +256,15 @@ RATIO_KEEPS_MORE = Difference(
     "findings can come where Strands still keeps the floor (a floor up to preserve_recent_messages - 1 is safe "
     "in both)",
     "the harness checks Strands' count against that formula at every summary and continues from Strands' state")
+STUCK_ROUND = Difference(
+    "stuck_round",
+    "a summary round takes max(1, int(len * summary_ratio)) messages; with the previous summary first and "
+    "int(len * summary_ratio) <= 1 that is the summary alone, and Strands raises the overflow out of the agent "
+    "call although len - preserve_recent_messages would allow more; the stage keeps preserve_recent_messages "
+    "and fits.",
+    "refused by name (exit 2) when a context of that length can overflow the window (stuck_length, turn_tokens, "
+    "summary_tokens, base_tokens); never a false safe",
+    "the harness replays such a session on Strands (the overflow escapes) and checks the preset refuses its shape")
 BEFORE_MODEL_CALLS = Difference(
     "before_model_calls",
     "Strands reduces when the provider overflows, i.e. before a model call, after a user prompt or a tool "
@@ -253,7 +297,7 @@ SUMMARIZING = Preset(
     check=_check_summarizing,
     validated_on=(PACKAGE,),
     differential=DIFFERENTIAL,
-    differences=(RATIO_KEEPS_MORE, BEFORE_MODEL_CALLS, TRUNCATE_ON_OVERFLOW),
+    differences=(RATIO_KEEPS_MORE, STUCK_ROUND, BEFORE_MODEL_CALLS, TRUNCATE_ON_OVERFLOW),
     top_keys=("base_tokens",),
     doc="docs/presets/strands.md",
     aliases=("strands.agent.conversation_manager.SummarizingConversationManager",),

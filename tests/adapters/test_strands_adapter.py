@@ -298,3 +298,31 @@ def test_runtime_never_refuses_what_the_summarizing_preset_calls_safe() -> None:
             sess.invoke(inv.prompt, [*(Step(c, result=r) for c, r in inv.rounds), Step(inv.answer)])
 
     run()
+
+
+def test_a_summary_made_before_the_guard_is_adopted_and_followed(tmp_path: Path) -> None:
+    """A FileSessionManager session summarized by the plain SummarizingConversationManager,
+    continued with the guard: its summary (restored by Strands in front of the messages) is
+    adopted as the unverified coverage of the removed messages; the next summary is shown it, so
+    the adopted range follows lineage and nothing is refused."""
+    def manager() -> SummarizingConversationManager:
+        return SummarizingConversationManager(preserve_recent_messages=6, summarization_system_prompt="S.")
+
+    plain = sd.build(manager(), window=400, session_manager=FileSessionManager("s", storage_dir=str(tmp_path)))
+    drive(plain, SESSION[:3])
+    removed = plain.agent.conversation_manager.removed_message_count
+    assert plain.model.prompts and removed > 0
+    log = tmp_path / "log.jsonl"
+    guard = GuardedConversationManager(manager(), recovery_floor_span=5, log=log)
+    sess = sd.build(guard, window=400, session_manager=FileSessionManager("s", storage_dir=str(tmp_path)))
+    sess.sent = plain.sent
+    assert sd.SUMMARY_TAG.search(json.dumps(sess.agent.messages[0]))  # Strands put its summary first
+    drive(sess, SESSION[3:])
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    assert events[1]["event"] == "adopt" and events[1]["range"] == [0, removed]
+    compacts = [e for e in events if e["event"] == "compact"]
+    assert compacts and compacts[0]["saw"] == [events[1].get("summary", "adopted")]  # the ledger's default id
+    from tailguard.cli.main import main
+
+    out = io.StringIO()
+    assert main(["audit", "--profile", "partitioned", str(log)], stdout=out) == 0 and "unverified" in out.getvalue()

@@ -276,10 +276,10 @@ def compare_summarizing(session: Sequence[Invocation], window: int, preserve: in
 
 
 @st.composite
-def summarizing_cases(draw: st.DrawFn, max_invocations: int = 14) -> tuple[list[Invocation], int, int, float]:
+def summarizing_cases(draw: st.DrawFn, max_invocations: int = 20) -> tuple[list[Invocation], int, int, float]:
     size = st.integers(20, 60)
     session = [Invocation(draw(size), [(draw(size), draw(size)) for _ in range(draw(st.integers(0, 2)))],
-                          draw(size)) for _ in range(draw(st.integers(1, max_invocations)))]
+                          draw(size)) for _ in range(draw(st.integers(max_invocations // 2, max_invocations)))]
     # preserve >= 8 and a window >= 800: the summary call and the kept messages always fit, so
     # Strands never falls back to truncating text blocks (overflow_truncation); summary_ratio >= 0.3
     # never takes the previous summary alone there (test_a_stuck_summary_round_is_refused_by_name)

@@ -326,3 +326,37 @@ def test_a_summary_made_before_the_guard_is_adopted_and_followed(tmp_path: Path)
 
     out = io.StringIO()
     assert main(["audit", "--profile", "partitioned", str(log)], stdout=out) == 0 and "unverified" in out.getvalue()
+
+
+def test_a_process_that_ended_before_strands_stored_the_state_is_recovered(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard placed newer messages in its log, and the process ended before the session
+    manager stored the agent (simulated: sync_agent does nothing for the last invocation). The
+    stored messages are those the log's extra appends placed: the next process rebuilds the
+    ledger from the log and goes on; a log past the state by anything else is refused."""
+    store, logs = tmp_path / "store", tmp_path / "logs"
+    logs.mkdir()
+
+    def agent() -> tuple[sd.Session, GuardedConversationManager]:
+        guard = GuardedConversationManager(SlidingWindowConversationManager(window_size=6),
+                                           recovery_floor_span=2, on_refuse="spill", store=store, log=logs)
+        return sd.build(guard, session_manager=FileSessionManager("s", storage_dir=str(tmp_path / "sess"))), guard
+
+    first, _ = agent()
+    drive(first, [[0]])
+    monkeypatch.setattr(FileSessionManager, "sync_agent", lambda self, agent, **kw: None)
+    first.invoke(15, [Step(18)])  # placed in the log (no trim); the state in the session is older
+    (log,) = list(logs.iterdir())
+    assert [json.loads(x)["event"] for x in log.read_text().splitlines()][-1] == "append"
+    monkeypatch.undo()
+    second, guard = agent()
+    second.sent, second.invocations = first.sent, first.invocations
+    drive(second, [[0, 1, 0, 1]])
+    assert guard.guard is not None and guard.guard.ledger.history_end == second.sent
+    dropped = set(range(second.sent)) - set(sd.context_tags(second.agent.messages)[0])
+    assert spilled_tags(FileSpillStore(store), log_handles(log)) == dropped
+    with log.open("a") as f:  # now past the stored state by a spill: refused, named
+        f.write(json.dumps({"event": "spill", "range": [0, 1], "handle": "sha256:" + "0" * 64}) + "\n")
+    third, _ = agent()
+    with pytest.raises(AdapterError, match="cannot continue from the guard state"):
+        third.invoke(15, [Step(18)])

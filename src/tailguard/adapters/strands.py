@@ -59,9 +59,12 @@ from tailguard.adapters._guard import (
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
 from tailguard.adapters._sessions import check_state_value, integrity
 from tailguard.adapters._spill_tool import encode_run, encode_spill, read_spill
+from tailguard.base.errors import SnapshotError
 from tailguard.base.vocab import Pair
 from tailguard.pipeline.presets.strands import SLIDING
+from tailguard.runtime.ledger import Ledger
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
+from tailguard.runtime.snapshot import header_of
 from tailguard.spill import SpillStore
 
 try:
@@ -300,9 +303,18 @@ class GuardedConversationManager(ConversationManager):
         value = self._restored
         if value is not None:
             sid = value["session"]
-            ledger = self._logs.resume(value["ledger"], sid)
-            tracker = OffsetTracker.restore(ledger, value.get("tracker"))
             owned = None
+            try:
+                ledger = self._logs.resume(value["ledger"], sid)
+                tracker = OffsetTracker.restore(ledger, value.get("tracker"))
+            except (SnapshotError, AdapterError) as exc:
+                recovered = self._recover(sid, value, agent)
+                if recovered is None:
+                    raise AdapterError(f"session {sid!r}: cannot continue from the guard state the session holds: "
+                                       f"{exc}. The log has moved past that state (a process that ended before "
+                                       "Strands stored the agent, an older copy of the session, or another "
+                                       "process continued it)") from exc
+                ledger, tracker = recovered
         else:
             manager = getattr(agent, "_session_manager", None)
             sid = self.session_id or getattr(manager, "session_id", None) or str(getattr(agent, "agent_id", "default"))
@@ -312,6 +324,37 @@ class GuardedConversationManager(ConversationManager):
                                      ledger=ledger, tracker=tracker, store=self._store, owned=owned)
         self._restored = None
         return self.guard
+
+    def _recover(self, sid: str, value: dict[str, Any], agent: Any) -> tuple[Ledger, OffsetTracker] | None:
+        """A log past the stored state by ``append`` (and ``refusal``) lines only: the guard
+        placed newer messages, and the process ended before Strands stored the agent's state. The
+        session manager stored those messages as they were appended, so they are the context's
+        messages the state does not place, in order: the ledger is rebuilt from the log and they
+        get its offsets. Anything else: None."""
+        path = self._logs.path(sid)
+        if path is None or not path.is_file():
+            return None
+        lines = path.read_text(encoding="utf-8").splitlines()
+        known = header_of(value["ledger"]).get("log", {}).get("lines")
+        if type(known) is not int or not 1 <= known < len(lines):
+            return None
+        try:
+            if any(json.loads(x).get("event") not in ("append", "refusal") for x in lines[known:]):
+                return None
+            start = Ledger.restore(value["ledger"]).history_end
+            ledger = Ledger.from_log(path, profile=self.options.profile)
+        except (ValueError, SnapshotError):
+            return None
+        state = value.get("tracker") or {}
+        rows = state.get("units", []) if isinstance(state, dict) else []
+        placed = {row[0] for row in rows if isinstance(row, list) and row}
+        placed |= {row[0] for row in state.get("summaries", []) if isinstance(row, list) and row}
+        fresh = [k for k in (_key(m) for m in agent.messages) if k not in placed][: ledger.history_end - start]
+        if len(fresh) != ledger.history_end - start:
+            ledger.close()
+            return None
+        units = [*rows, *([k, start + j, start + j + 1] for j, k in enumerate(fresh))]
+        return ledger, OffsetTracker.restore(ledger, {"units": units, "summaries": state.get("summaries", [])})
 
     # -- hooks: inner's own, through the guard -----------------------------------------------
 

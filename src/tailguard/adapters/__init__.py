@@ -10,7 +10,9 @@ calls (:class:`tailguard.runtime.ledger.Ledger`, profile ``partitioned``):
 - :mod:`tailguard.adapters.langmem`: ``GuardedSummarizer`` for ``summarize_messages`` and
   ``GuardedSummarizationNode`` for ``SummarizationNode`` (``pip install 'tailguard[langmem]'``);
 - :mod:`tailguard.adapters.openhands`: ``GuardedCondenser`` around the OpenHands SDK's
-  condensers and ``GuardedAgent`` (``pip install 'tailguard[openhands]'``, its own Python).
+  condensers and ``GuardedAgent`` (``pip install 'tailguard[openhands]'``, its own Python);
+- :mod:`tailguard.adapters.strands`: ``GuardedConversationManager`` around a Strands Agents
+  conversation manager (``pip install 'tailguard[strands]'``, not beside google-adk).
 
 Every adapter takes the guard's options as one :class:`GuardOptions` (``options=``; the
 keywords each adapter documents build one), and takes the same named steps for a compaction

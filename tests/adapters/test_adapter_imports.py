@@ -17,7 +17,7 @@ def test_adapters_package_imports_no_framework() -> None:
     code = ("import sys, tailguard.adapters, tailguard.adapters._guard, tailguard.adapters._offsets, "
             "tailguard.adapters._spill_tool, tailguard.adapters._sessions; "
             "bad = [m for m in ('langchain', 'langchain_core', 'langgraph', 'langmem', 'agents', 'openai', "
-            "'pydantic_ai', 'google.adk', 'openhands', 'autogen_core', 'semantic_kernel') "
+            "'pydantic_ai', 'google.adk', 'openhands', 'autogen_core', 'semantic_kernel', 'strands') "
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -32,6 +32,7 @@ def test_adapters_package_imports_no_framework() -> None:
     ("autogen", "autogen", "autogen_core"),
     ("semantic_kernel", "semantic-kernel", "semantic_kernel"),
     ("openhands", "openhands", "openhands"),  # its tests run in .venvs/py3.12-openhands (.ci/versions)
+    ("strands", "strands", "strands"),  # not in `frameworks` (watchdog: docs/presets/strands.md)
 ])
 def test_missing_framework_names_the_extra(module: str, extra: str, blocked: str) -> None:
     code = (f"import sys; sys.modules[{blocked!r}] = None\n"

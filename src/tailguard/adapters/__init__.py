@@ -13,6 +13,8 @@ calls (:class:`tailguard.runtime.ledger.Ledger`, profile ``partitioned``):
   condensers and ``GuardedAgent`` (``pip install 'tailguard[openhands]'``, its own Python);
 - :mod:`tailguard.adapters.autogen`: ``GuardedChatCompletionContext`` around AutoGen's model
   contexts (``pip install 'tailguard[autogen]'``).
+- :mod:`tailguard.adapters.strands`: ``GuardedConversationManager`` around a Strands Agents
+  conversation manager (``pip install 'tailguard[strands]'``, not beside google-adk).
 
 Every adapter takes the guard's options as one :class:`GuardOptions` (``options=``; the
 keywords each adapter documents build one), and takes the same named steps for a compaction

@@ -23,6 +23,7 @@ from tailguard.pipeline.presets import (
     openhands,
     pydantic_ai,
     semantic_kernel,
+    strands,
 )
 from tailguard.pipeline.presets._base import Preset, Translation, as_toml, read_knob
 
@@ -31,7 +32,7 @@ __all__ = ["PRESETS", "Preset", "Translation", "expand", "find", "translate"]
 PRESETS: tuple[Preset, ...] = (
     langchain.PRESET, deepagents.PRESET, langmem.PRESET, openai_agents.PRESET, openhands.PRESET,
     pydantic_ai.PRESET, google_adk.PRESET, autogen.PRESET, semantic_kernel.TRUNCATION_PRESET,
-    semantic_kernel.SUMMARIZATION_PRESET,
+    semantic_kernel.SUMMARIZATION_PRESET, strands.SLIDING, strands.SUMMARIZING,
 )
 _BY_NAME: dict[str, Preset] = {n: p for p in PRESETS for n in (p.name, *p.aliases)}
 # top-level keys a preset policy keeps: the session's shape and the floor (brief 6c)
@@ -104,6 +105,8 @@ def translate(data: dict[str, Any], file: str, lines: dict[str, int]) -> Transla
         autogen.check_session(values, data, knob_fail)
     if preset.name in (semantic_kernel.TRUNCATION, semantic_kernel.SUMMARIZATION):
         semantic_kernel.check_session(preset.name, values, data, knob_fail)
+    if preset.name in (strands.SLIDING.name, strands.SUMMARIZING.name):
+        strands.check_session(preset.name, values, data, knob_fail)
     top, stages = preset.translate(values)
     return Translation(preset.name, values, given, top, stages)
 

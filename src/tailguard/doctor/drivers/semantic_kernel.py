@@ -336,8 +336,8 @@ def adapter_agrees(chat: Chat, floor: int = 0, *, must_refuse: bool = False) -> 
     found = model_first_finding(chat.policy(floor), len(chat.all_roles()))
     allowed, refused = run(_guarded(chat, floor))
     if must_refuse and refused is None:
-        raise Mismatch(f"the adapter allowed all {allowed} reductions of a chat where the preset's model finds a "
-                       f"hole at append {found}", allowed)
+        raise Mismatch(f"the adapter refused none of the {len(chat.all_roles())} appends ({allowed} reductions ran) "
+                       f"of a chat where the preset's model finds a hole at append {found}", allowed)
     if refused != found:
         raise Mismatch(f"the adapter refused append {refused}, the preset's model finds its first hole or floor "
                        f"finding at append {found}", allowed + 1)

@@ -140,7 +140,8 @@ def test_help_lists_the_exit_codes_and_the_frameworks(capsys: pytest.CaptureFixt
 def test_the_cli_and_the_runtime_import_no_framework() -> None:
     code = ("import sys, tailguard, tailguard.cli.doctor, tailguard.doctor.run, tailguard.doctor.harness\n"
             "bad = [m for m in ('langchain', 'langchain_core', 'agents', 'langmem', 'deepagents', 'pydantic_ai', "
-            "'google.adk', 'openhands', 'autogen_core', 'autogen_agentchat', 'autogen_ext') if m in sys.modules]\n"
+            "'google.adk', 'openhands', 'autogen_core', 'autogen_agentchat', 'autogen_ext', 'semantic_kernel') "
+            "if m in sys.modules]\n"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
@@ -215,12 +216,13 @@ def test_doctor_agrees_on_the_installed_frameworks() -> None:
     """Every framework of the frameworks extra: validated versions, and the real package agrees
     with its preset and adapter (CI's pins are the validated versions)."""
     for module in ("langchain", "deepagents", "langmem", "agents", "pydantic_ai", "google.adk", "autogen_core",
-                   "autogen_ext.models.replay"):
+                   "autogen_ext.models.replay", "semantic_kernel"):
         needs(module)
     code, report, err = doctor_json("--quick")
     entries = by_name(report)
     assert code == 0, json.dumps(report, indent=1)
-    for name in ("langchain", "deepagents", "langmem", "openai-agents", "pydantic-ai", "google-adk", "autogen"):
+    for name in ("langchain", "deepagents", "langmem", "openai-agents", "pydantic-ai", "google-adk", "autogen",
+                 "semantic-kernel"):
         entry = entries[name]
         assert entry["status"] == "ok", entry
         assert entry["compactions"] > 0 and entry["adapter_runs"] >= 1, entry  # not vacuous
@@ -312,3 +314,37 @@ def test_a_broken_autogen_preset_or_adapter_is_a_disagreement(monkeypatch: pytes
     code, report, _ = doctor_json("--framework", "autogen", "--quick")
     d = by_name(report)["autogen"]["disagreement"]
     assert code == 1 and d["check"] == "adapter" and "the adapter allowed all 12 views" in d["what"], d
+
+
+def test_a_broken_semantic_kernel_preset_or_adapter_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summarization preset keeping one message more than SK's target_count (the model then
+    has nothing to summarize where SK summarizes the oldest message): the fixed chat disagrees at
+    its first reduction; then, the presets sound,
+    a guard that never refuses (``on_refuse`` forced to ``defer``) lets the lossy truncation chat
+    through, the adapter check's disagreement."""
+    needs("semantic_kernel")
+    from tailguard.doctor.drivers import semantic_kernel as driver
+    from tailguard.pipeline import presets
+
+    good = presets.find(driver.SUMMARIZATION)
+    assert good is not None
+
+    def keep_more(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        top, stages = good.translate(values)
+        return top, [dict(stages[0], keep=stages[0]["keep"] + 1)]
+
+    with monkeypatch.context() as patch:
+        patch.setitem(presets._BY_NAME, good.name, dataclasses.replace(good, translate=keep_more))
+        code, report, _ = doctor_json("--framework", "semantic-kernel", "--quick")
+    d = by_name(report)["semantic-kernel"]["disagreement"]
+    assert code == 1 and d["check"] == "preset" and (d["case"], d["compaction"]) == (1, 1), d
+    assert d["what"].startswith("append 4 ") and d["what"].endswith("SK deleted [0], the model None"), d
+
+    class Lenient(driver.ReducerGuard):  # type: ignore[misc,name-defined]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**{**kwargs, "on_refuse": "defer"})
+
+    monkeypatch.setattr(driver, "ReducerGuard", Lenient)
+    code, report, _ = doctor_json("--framework", "semantic-kernel", "--quick")
+    d = by_name(report)["semantic-kernel"]["disagreement"]
+    assert code == 1 and d["check"] == "adapter" and "the adapter refused none of the 20 appends" in d["what"], d

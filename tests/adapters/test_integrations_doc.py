@@ -43,7 +43,7 @@ def test_the_semantic_kernel_snippet_runs(tmp_path: Path, monkeypatch: pytest.Mo
     import asyncio
 
     from tailguard.adapters.semantic_kernel import messages_from_spill
-    from tests.presets import sk_driver as sk
+    from tailguard.doctor.drivers import semantic_kernel as sk
 
     text = DOC.read_text(encoding="utf-8")
     part = text[text.index("## Semantic Kernel chat history reducers"):]

@@ -1,5 +1,5 @@
-"""The Semantic Kernel adapter on SK's real reducers, offline (tests/presets/sk_driver.py: SK's own
-``OpenAIChatCompletion`` on a stub transport that echoes the markers it was shown).
+"""The Semantic Kernel adapter on SK's real reducers, offline (tailguard.doctor.drivers.semantic_kernel:
+SK's own ``OpenAIChatCompletion`` on a stub transport that echoes the markers it was shown).
 
 The acceptance test of issue 29: a guarded run spills exactly what the unguarded run silently
 drops (marker oracle), and the spill reads back byte-exact. Then: halt and defer leave the history
@@ -36,9 +36,9 @@ from tailguard.adapters.semantic_kernel import (
     messages_from_spill,
 )
 from tailguard.cli.main import main
+from tailguard.doctor.drivers import semantic_kernel as sk
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore
-from tests.presets import sk_driver as sk
 
 
 def session(with_tools: bool = False) -> list[ChatMessageContent]:

@@ -1,15 +1,17 @@
 """Differential test of the Semantic Kernel presets against SK's real reducers.
 
-SK runs as installed (tests/presets/sk_driver.py): ``ChatHistoryTruncationReducer`` and
-``ChatHistorySummarizationReducer`` with ``auto_reduce``, the summarizer SK's own
-``OpenAIChatCompletion`` on a stub HTTP transport that echoes the markers it was shown. A chat
+SK runs as installed (:mod:`tailguard.doctor.drivers.semantic_kernel`, which ``tailguard doctor``
+runs too): ``ChatHistoryTruncationReducer`` and ``ChatHistorySummarizationReducer`` with
+``auto_reduce``, the summarizer SK's own ``OpenAIChatCompletion`` on a stub HTTP transport that
+echoes the markers it was shown. A chat
 session appends one message a turn (marker ``[m<i>]`` = turn ``i``; with a system message, turn 0
 is it). After every append the harness compares what SK deleted, what its summarizer's request
 held and what stayed with the preset's model stepped turn by turn; then the marker oracle: a
 marker in neither the final history nor a summary there is lost, and the model must name it.
 
 Declared differences, as declared: ``threshold_window`` (exact with ``threshold_count = 0``; with a
-threshold SK keeps a superset of the model's tail and the model is resynchronized),
+threshold SK keeps a superset of the model's tail, or skips a reduction whose cut moved back to a
+user message with nothing before it to summarize, and the model is resynchronized),
 ``summaries_accumulate`` (checked: no summary leaves, none is shown), ``reduce_timing`` (reduce()
 after each pair: nothing more lost), ``function_content`` (tool sessions refused by name; the loss
 shown on SK).
@@ -25,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.presets.harness import REQUIRE, ModelRun, Turn
+from tests.presets.harness import REQUIRE
 
 if not REQUIRE:
     pytest.importorskip("semantic_kernel", reason="install the frameworks extra (CI does)")
@@ -34,134 +36,19 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from semantic_kernel.contents import ChatHistorySummarizationReducer, ChatHistoryTruncationReducer
 
 from tailguard.base.errors import PolicyError
-from tailguard.pipeline.policy import Policy, parse_policy
-from tailguard.pipeline.presets.semantic_kernel import SUMMARIZATION, SUMMARIZATION_PRESET, TRUNCATION
-from tests.presets import sk_driver as sk
+from tailguard.doctor.drivers import semantic_kernel as sk
+from tailguard.doctor.drivers.semantic_kernel import SUMMARIZATION, TRUNCATION, compare, policy, run_sk
+from tailguard.doctor.harness import Mismatch
+from tailguard.pipeline.presets.semantic_kernel import SUMMARIZATION_PRESET
 
 EXAMPLES = 30
 SLOW_EXAMPLES = 300
-
-
-class Mismatch(AssertionError):
-    pass
 
 
 def test_the_installed_version_is_the_validated_one() -> None:
     from importlib.metadata import version
 
     assert f"semantic-kernel {version('semantic-kernel')}" in SUMMARIZATION_PRESET.validated_on
-
-
-def policy(framework: str, knobs: str, *, floor: int = 0, mpt: tuple[int, int] = (1, 1)) -> Policy:
-    text = (f'name = "differential"\nturn_tokens = [1, 10]\nmessages_per_turn = [{mpt[0]}, {mpt[1]}]\n'
-            f'floor = {floor}\nfloor_unit = "messages"\n[framework]\nname = "{framework}"\n{knobs}\n')
-    return parse_policy(text, "differential.toml")
-
-
-def knob_text(target: int, threshold: int, system: bool, single: bool | None = None) -> str:
-    out = f"target_count = {target}\nthreshold_count = {threshold}\nsystem_message = {int(system)}\n"
-    return out + ("" if single is None else f"use_single_summary = {str(single).lower()}\n")
-
-
-# -- one session, SK and the model side by side -------------------------------------------------
-
-
-async def run_sk(reducer: Any, roles: list[str], endpoint: sk.StubEndpoint) -> list[dict[str, Any]]:
-    """Append each message with auto_reduce; per append: what SK deleted, showed, kept."""
-    out: list[dict[str, Any]] = []
-    for i, role in enumerate(roles):
-        before = sk.raw_tags(reducer.messages) | {i}
-        calls = len(endpoint.requests)
-        await reducer.add_message_async(sk.message(i, role))
-        after = sk.raw_tags(reducer.messages)
-        summarized = len(endpoint.requests) > calls
-        shown = endpoint.shown() & before if summarized else set()
-        summary_shown = summarized and "SUMMARY" in json.dumps(endpoint.requests[-1])
-        out.append({"deleted": sorted(before - after), "shown": sorted(shown), "kept": sorted(after),
-                    "summarized": summarized, "summary_shown": summary_shown,
-                    "summaries": sum(1 for m in reducer.messages if m.metadata.get("__summary__"))})
-    return out
-
-
-def compare(kind: str, roles: list[str], target: int, threshold: int, system: bool,
-            single: bool = True, *, sim_keep: int | None = None) -> int:
-    """Drive SK and the model over one chat; raise :class:`Mismatch` on a difference the preset
-    does not declare. Returns the number of reductions compared."""
-    if system:
-        roles = ["system", *roles]
-    endpoint = sk.StubEndpoint()
-    if kind == "truncation":
-        reducer: Any = ChatHistoryTruncationReducer(target_count=target, threshold_count=threshold, auto_reduce=True)
-        sim = ModelRun(policy(TRUNCATION, knob_text(target, threshold, system)))
-    else:
-        reducer = ChatHistorySummarizationReducer(service=endpoint.service(), target_count=target,
-                                                  threshold_count=threshold, auto_reduce=True,
-                                                  use_single_summary=single)
-        sim = ModelRun(policy(SUMMARIZATION, knob_text(target, threshold, system, single)))
-    if sim_keep is not None:  # a deliberately wrong translation
-        import dataclasses
-        wrong = {"limit" if kind == "truncation" else "keep": sim_keep}
-        sim.policy = dataclasses.replace(sim.policy, stages=(dataclasses.replace(sim.policy.stages[0], **wrong),))
-    real = sk.run(run_sk(reducer, roles, endpoint))
-    pinned = {0} if system else set()
-    where = f"(roles {roles}, target {target}, threshold {threshold}, single {single})"
-    compared = 0
-    model_dropped: set[int] = set()
-    sk_deleted: set[int] = set()
-    for i, got in enumerate(real):
-        verbatim_before = set(sim.state.verbatim)
-        predicted, kinds = sim.append(Turn("human", (1,)))
-        dropped = (verbatim_before | {i}) - set(sim.state.verbatim) - set(sim.state.pinned)
-        model_dropped |= dropped
-        sk_deleted |= set(got["deleted"])
-        if got["summaries"] > 1 and (single or system):
-            raise Mismatch(f"append {i} {where}: {got['summaries']} summaries with a single summary")
-        if kind == "truncation":
-            if got["summarized"] or predicted is not None:
-                raise Mismatch(f"append {i} {where}: a truncation summarized")
-            if threshold == 0 and sorted(dropped) != got["deleted"]:
-                raise Mismatch(f"append {i} {where}: SK deleted {got['deleted']}, the model dropped {sorted(dropped)}")
-            # threshold_window: SK cuts to target_count in one go, the stage one message at a time:
-            # the first loss at the same append, and SK has deleted whatever the model dropped
-            if not model_dropped <= sk_deleted or bool(sk_deleted) != bool(model_dropped):
-                raise Mismatch(f"append {i} {where}: SK deleted {sorted(sk_deleted)} so far, the model dropped "
-                               f"{sorted(model_dropped)}")
-            if threshold == 0 and not any(k.startswith("hole:") for k in kinds) and got["deleted"]:
-                raise Mismatch(f"append {i} {where}: SK lost {got['deleted']} and the model found no hole")
-            compared += bool(got["deleted"])
-            continue
-        if (predicted is None) != (not got["deleted"]):
-            raise Mismatch(f"append {i} {where}: SK deleted {got['deleted']}, the model "
-                           f"{predicted and predicted.deleted}")
-        if predicted is None:
-            continue
-        if got["shown"] != got["deleted"]:  # a chat: everything that leaves is shown
-            raise Mismatch(f"append {i} {where}: SK showed {got['shown']} of {got['deleted']}")
-        kept = sorted(set(got["kept"]) - pinned)
-        if threshold == 0:
-            if (tuple(got["deleted"]), tuple(got["shown"]), tuple(kept)) != (
-                    predicted.deleted, predicted.shown, predicted.kept):
-                raise Mismatch(f"append {i} {where}: SK deleted {got['deleted']}, showed {got['shown']}, kept "
-                               f"{kept}; the model deleted {predicted.deleted}, showed {predicted.shown}, kept "
-                               f"{predicted.kept}")
-        else:  # threshold_window: SK keeps a superset, never less; continue from SK's state
-            if not set(got["deleted"]) <= set(predicted.deleted) or not set(predicted.kept) <= set(kept):
-                raise Mismatch(f"append {i} {where}: SK deleted {got['deleted']} kept {kept}; the model deleted "
-                               f"{predicted.deleted} kept {predicted.kept}")
-            sim.resync(kept, set(range(i + 1)) - set(kept) - pinned)
-        earlier = predicted.summary_shown  # None: no earlier summary, or summary = "separate"
-        if earlier is not None and got["summary_shown"] is not earlier:
-            raise Mismatch(f"append {i} {where}: earlier summary shown: SK {got['summary_shown']}, model {earlier}")
-        if not single and not system and got["summary_shown"]:
-            raise Mismatch(f"append {i} {where}: use_single_summary=false showed an earlier summary")
-        compared += 1
-    lost = set(range(len(roles))) - sk.tags(reducer.messages)
-    expected = model_dropped if kind == "truncation" else set()
-    if kind == "truncation" and threshold > 0:
-        expected = sk_deleted  # threshold_window: the model drops one at a time, SK in batches
-    if lost != expected:
-        raise Mismatch(f"{where}: markers lost on SK {sorted(lost)}, the model's holes {sorted(expected)}")
-    return compared
 
 
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -211,6 +98,18 @@ def test_the_harness_compares_real_reductions() -> None:
         compare("summarization", chat, 4, 0, False, sim_keep=3)
     with pytest.raises(Mismatch):
         compare("truncation", chat, 4, 0, False, sim_keep=5)
+
+
+def test_a_reduction_sk_skips_in_the_threshold_window_is_a_superset() -> None:
+    """threshold_window, found by ``tailguard doctor``'s random chats: with a system message and a
+    threshold, SK's cut can move back to the user message right after the system message and the
+    summary, leaving nothing to summarize: SK skips the reduction the model makes (append 7 here,
+    every message kept) and reduces at the next append; the model continues from SK's state."""
+    chat = ["assistant", "assistant", "user", *["assistant"] * 6]
+    assert compare("summarization", chat, 5, 1, True, single=False) == 3
+    assert compare("summarization", chat, 5, 1, True, single=True) == 3
+    with pytest.raises(Mismatch, match=r"append 6 .*SK deleted \[1, 2\] kept"):  # SK keeps less: caught
+        compare("summarization", chat, 5, 1, True, single=False, sim_keep=5)
 
 
 def test_reduce_after_each_pair_loses_nothing_more() -> None:

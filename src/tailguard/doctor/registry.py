@@ -39,6 +39,8 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("pydantic-ai", "pydantic-ai-slim", ("pydantic_ai.OpenAICompaction",), "pydantic-ai", "pydantic_ai"),
     Framework("google-adk", "google-adk", ("google_adk.EventsCompactionConfig",), "google-adk", "google_adk"),
     Framework("autogen", "autogen-core", ("autogen",), "autogen", "autogen"),
+    Framework("semantic-kernel", "semantic-kernel", ("semantic_kernel.ChatHistoryTruncationReducer",
+              "semantic_kernel.ChatHistorySummarizationReducer"), "semantic-kernel", "semantic_kernel"),
     Framework("openhands", "openhands-sdk", ("openhands.CondenserPipeline",), "openhands", "openhands",
               note="Python >= 3.12 and its own venv (openai < 3): .venvs/py3.12-openhands"),
 )

@@ -13,14 +13,23 @@ import re
 from typing import Any
 
 from tailguard.base.errors import PolicyError
-from tailguard.pipeline.presets import deepagents, google_adk, langchain, langmem, openai_agents, openhands, pydantic_ai
+from tailguard.pipeline.presets import (
+    deepagents,
+    google_adk,
+    langchain,
+    langmem,
+    llamaindex,
+    openai_agents,
+    openhands,
+    pydantic_ai,
+)
 from tailguard.pipeline.presets._base import Preset, Translation, as_toml, read_knob
 
 __all__ = ["PRESETS", "Preset", "Translation", "expand", "find", "translate"]
 
 PRESETS: tuple[Preset, ...] = (
     langchain.PRESET, deepagents.PRESET, langmem.PRESET, openai_agents.PRESET, openhands.PRESET,
-    pydantic_ai.PRESET, google_adk.PRESET,
+    pydantic_ai.PRESET, google_adk.PRESET, *llamaindex.PRESETS,
 )
 _BY_NAME: dict[str, Preset] = {n: p for p in PRESETS for n in (p.name, *p.aliases)}
 # top-level keys a preset policy keeps: the session's shape and the floor (brief 6c)
@@ -89,6 +98,7 @@ def translate(data: dict[str, Any], file: str, lines: dict[str, int]) -> Transla
             shape[preset.name]((mpt[0], mpt[1]), knob_fail)
     if preset.name == google_adk.PRESET.name:
         google_adk.check_session(values, data, knob_fail)
+    llamaindex.check_session(preset, values, data, knob_fail)
     top, stages = preset.translate(values)
     return Translation(preset.name, values, given, top, stages)
 

@@ -158,6 +158,10 @@ EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.m
     "pydantic-ai-repaired.toml": ("safe", set()),
     "google-adk-sliding-window.toml": ("unsafe", {"floor"}),
     "google-adk-token-threshold.toml": ("safe", set()),
+    "llamaindex-memory-defaults.toml": ("unsafe", {"hole", "unenforceable"}),
+    "llamaindex-memory-facts.toml": ("safe", set()),
+    "llamaindex-chat-summary-defaults.toml": ("unsafe", {"hole", "unenforceable"}),
+    "llamaindex-chat-summary-llm.toml": ("safe", set()),
 }
 
 

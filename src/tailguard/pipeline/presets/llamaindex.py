@@ -121,10 +121,7 @@ FLUSH = Knob("token_flush_size", "count", MEMORY_FLUSH_SIZE,
 BLOCKS = Knob("memory_blocks", "settings", (),
               "the blocks flushed messages go to: a list of {kind = \"static\"|\"fact\"|\"vector\", priority = 0, "
               "accept_short_term_memory = true}; default none", read=_read_blocks)
-MEMORY_KNOBS = (TOKEN_LIMIT, RATIO, FLUSH, BLOCKS,
-                Knob("summary_tokens", "count", 500,
-                     "not a framework knob: the fact block's size in tokens (the facts the LLM wrote)",
-                     framework_knob=False))
+MEMORY_KNOBS = (TOKEN_LIMIT, RATIO, FLUSH, BLOCKS)
 
 
 def history_limit(values: Values) -> int:
@@ -155,7 +152,8 @@ def _memory_translate(values: Values) -> tuple[dict[str, Any], list[dict[str, An
         "trigger_unit": "tokens", "trigger": limit + 1,
         # floor = 0 only (check_session): which turns a flush keeps does not decide a verdict
         "keep_unit": "tokens", "keep": max(0, limit - flush_size(values)),
-        "summary_tokens": values["summary_tokens"],
+        # the facts are in the system message, outside the history the flush counts
+        "summary_tokens": 0,
         "summary": "separate",  # the existing facts are in the extraction prompt
         "input": "candidates",
     }]

@@ -296,3 +296,29 @@ def test_a_halted_buffer_leaves_its_chat_store_as_it_was() -> None:
     with pytest.raises(UnrecoverableCompactionError):
         buf.get()
     assert [m.model_dump() for m in buf.get_all()] == before
+
+
+def test_a_message_left_out_of_the_transcript_is_a_hole() -> None:
+    """``text_only_transcript``: an assistant message holding only a tool call (no text) is not in
+    ``_get_prompt_to_summarize``'s transcript, so its summary cannot cover it: the guard refuses
+    naming it, where the plain buffer summarizes it away."""
+    from llama_index.core.base.llms.types import ToolCallBlock
+
+    call = ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="c1", tool_name="probe",
+                                                               tool_kwargs={"q": "[t0m1]"})])
+    turn = [turn_messages(0, [2])[0], call, turn_messages(0, [2, 2, 2])[2]]
+    for buffer_class in (ChatSummaryMemoryBuffer, GuardedChatSummaryMemoryBuffer):
+        kw: dict[str, Any] = {"recovery_floor_span": 1} if buffer_class is GuardedChatSummaryMemoryBuffer else {}
+        llm = EchoLLM()
+        buf = buffer_class.from_defaults(llm=llm, token_limit=6, tokenizer_fn=str.split, **kw)
+        for m in [*turn, *turn_messages(1, [2, 2])]:
+            buf.put(m)
+        if buffer_class is ChatSummaryMemoryBuffer:
+            out = buf.get()
+            assert (0, 1) not in context_tags(out) and not any("[t0m1]" in p for p in llm.prompts)  # lost
+            continue
+        with pytest.raises(UnrecoverableCompactionError) as info:
+            buf.get()
+        # offset 1 (the call) was not shown; the summary's input is the newest run shown whole that
+        # ends at the tail, [2, 3) (brief 4c), so [0, 2) is named
+        assert info.value.holes == ((0, 2),)

@@ -146,10 +146,12 @@ def test_buffer_deletes_summarizes_and_keeps_what_the_model_says(llm: bool, sess
     for i, sizes in enumerate(session):
         before = [*state.verbatim, i]
         events: list[Event] = []
-        step(pol, state, sum(sizes), events, messages=len(sizes))  # type: ignore[arg-type]
+        found = step(pol, state, sum(sizes), events, messages=len(sizes))  # type: ignore[arg-type]
         real.put_and_get(i, sizes)
         gone = [j for j in before if j not in state.verbatim]
         assert gone == real.deleted[-1], (i, events, real.deleted[-1])
+        holes = sorted(j for f in found if f.kind == "hole" for j in f.offsets)
+        assert holes == ([] if llm else real.deleted[-1])  # what the model calls lost is what the buffer lost
         assert state.verbatim == real.kept[-1]
         if llm:
             # every deleted message, and the earlier summary's markers, were in the transcript

@@ -30,6 +30,7 @@ pytest.importorskip("langmem", reason="install the frameworks extra (CI does)")
 pytest.importorskip("agents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("deepagents", reason="install the frameworks extra (CI does)")
 pytest.importorskip("google.adk", reason="install the frameworks extra (CI does)")
+pytest.importorskip("llama_index.core", reason="install the frameworks extra (CI does)")
 
 from agents import SQLiteSession
 from agents.memory.session_settings import SessionSettings
@@ -43,6 +44,7 @@ from tailguard.adapters import (
     google_adk as adk_adapter,
     langchain as lc_adapter,
     langmem as lm_adapter,
+    llamaindex as li_adapter,
     openai_agents as oa_adapter,
 )
 from tailguard.adapters._guard import STEPS
@@ -50,12 +52,14 @@ from tailguard.adapters.deepagents import GuardedDeepAgentsSummarizationMiddlewa
 from tailguard.adapters.google_adk import GuardedCompaction
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
 from tailguard.adapters.langmem import GuardedSummarizer
+from tailguard.adapters.llamaindex import GuardedMemory
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
 from tailguard.pipeline.presets import (
     deepagents as da_preset,
     google_adk as adk_preset,
     langchain as lc_preset,
     langmem as lm_preset,
+    llamaindex as li_preset,
     openai_agents as oa_preset,
 )
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
@@ -69,9 +73,10 @@ ADAPTERS = {
     "langmem": ("langmem", "langmem", lm_preset.PRESET, GuardedSummarizer),
     "deepagents": ("deepagents", "deepagents", da_preset.PRESET, GuardedDeepAgentsSummarizationMiddleware),
     "google_adk": ("google-adk", "google.adk", adk_preset.PRESET, GuardedCompaction),
+    "llamaindex": ("llamaindex", "llama_index", li_preset.MEMORY, GuardedMemory),
 }
 MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter, "deepagents": da_adapter,
-           "google_adk": adk_adapter}
+           "google_adk": adk_adapter, "llamaindex": li_adapter}
 
 
 def deep_middleware(**kw: Any) -> GuardedDeepAgentsSummarizationMiddleware:

@@ -322,3 +322,52 @@ def test_a_message_left_out_of_the_transcript_is_a_hole() -> None:
         # offset 1 (the call) was not shown; the summary's input is the newest run shown whole that
         # ends at the tail, [2, 3) (brief 4c), so [0, 2) is named
         assert info.value.holes == ((0, 2),)
+
+
+# -- the docs, and agreement with the preset (brief 6d) -------------------------------------------
+
+def test_the_integrations_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text(encoding="utf-8")
+    part = doc[doc.index("## LlamaIndex `Memory`"):]
+    (snippet,) = re.findall(r"```python\n(.*?)```", part[: part.index("\n## ")], flags=re.S)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    namespace: dict[str, Any] = {"__name__": "docs_integrations"}
+    exec(compile(snippet, "integrations.md:llamaindex", "exec"), namespace)  # the doc's own code
+    memory = namespace["memory"]
+    for i in range(3):
+        memory.put_messages(turn_messages(i, [1000] * 9))  # over 21,000 tokens: a flush, spilled
+    assert memory.guard.spills and (tmp_path / "spills").is_dir() and any((tmp_path / "logs").iterdir())
+
+
+REAL = [[8000], [5001], [8000], [300, 2000], [7000], [1, 1, 1, 1], [6000, 1500], [8000], [4000], [2500, 2500]]
+
+
+def test_the_preset_counterexamples_are_refused_and_its_safe_sessions_pass(tmp_path: Path) -> None:
+    """Runtime and config agree on the same knobs: the defaults' traces (check-config: a hole at
+    turn 0) are refused with turn 0's messages named; the knobs it calls safe are never refused."""
+    mem = GuardedMemory.from_defaults(session_id="d", tokenizer_fn=str.split, recovery_floor_span=8)
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        for i, sizes in enumerate([[8000], [5001], [8000]]):  # examples/presets/llamaindex-memory-defaults.toml
+            mem.put_messages(turn_messages(i, sizes))
+    assert i == 2 and info.value.holes == ((0, 1),)
+    buf = GuardedChatSummaryMemoryBuffer.from_defaults(tokenizer_fn=str.split, recovery_floor_span=8)
+    buf.put(turn_messages(0, [2001])[0])  # llamaindex-chat-summary-defaults.toml's trace
+    with pytest.raises(UnrecoverableCompactionError) as info:
+        buf.get()
+    assert info.value.holes == ((0, 1),)
+    # llamaindex-memory-facts.toml (floor 0) and llamaindex-chat-summary-llm.toml (floor 8): safe
+    facts = GuardedMemory.from_defaults(session_id="f", tokenizer_fn=str.split, recovery_floor_span=0,
+                                        memory_blocks=[FactExtractionMemoryBlock(llm=EchoLLM())])
+    summary = GuardedChatSummaryMemoryBuffer.from_defaults(llm=EchoLLM(context=128000), tokenizer_fn=str.split,
+                                                           recovery_floor_span=8)
+    assert summary.token_limit == 96000
+    for i, sizes in enumerate(REAL * 3):
+        facts.put_messages(turn_messages(i, sizes))
+        for m in turn_messages(i, sizes):
+            summary.put(m)
+        summary.get()
+    assert facts.guard is not None and facts.guard.ledger.summaries and not facts.guard.spills
+    assert summary.guard is not None and summary.guard.ledger.summaries

@@ -35,6 +35,7 @@ Validated with the versions in :data:`SUPPORTED` (the LlamaIndex presets' ``vali
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -364,16 +365,16 @@ class GuardedMemory(Memory):
             sess = await self._tg_load()
             self._tg_current = sess
             try:
-                await self._tg_sync(sess)
-                await super()._manage_queue()
+                await self._observe(sess)
+                await super()._manage_queue()  # each flush: GuardedChatStore -> _tg_flush
             except BaseException:
                 self._tg_current = None
                 sess.pending.clear()  # a block failed: what was archived left unseen (a truncation)
-                await self._tg_sync(sess)
+                await self._observe(sess)
                 await self._tg_save(sess)
                 raise
             self._tg_current = None
-            await self._tg_sync(sess)
+            await self._observe(sess)
             await self._tg_save(sess)
 
     async def _tg_load(self) -> _Session:
@@ -390,44 +391,65 @@ class GuardedMemory(Memory):
                 self._tg.adopt(sess, archived, f"{archived} message(s) flushed from the history")
         return sess
 
-    async def _tg_sync(self, sess: _Session) -> list[ChatMessage]:
-        """Commit the flushes whose blocks took them, then bring the tracker up to date with the
-        active history; returns it."""
-        self._tg_apply(sess)
+    async def _tg_flush(self, n: int) -> bool:
+        """The steps of one flush, at the store's archive call: whether to archive."""
+        sess = self._tg_current
+        if sess is None:
+            raise AdapterError("a flush outside Memory._manage_queue: the guard cannot place it")
+        active = await self._observe(sess)
+        plan, held, kind = self._plan(sess, active, n)
+        if self._resolve(sess, plan, held) == "defer":
+            return False
+        sess.pending.append((plan, kind))
+        return True
+
+    async def _observe(self, sess: _Session) -> list[ChatMessage]:
+        """Bring the tracker up to date with the active history (after confirming and applying
+        the flushes whose blocks took them); returns it."""
+        active = await self._inner().get_messages(self.session_id, status=MessageStatus.ACTIVE)
+        self._confirm(sess, active)
+        self._apply(sess)
         tracker = sess.guard.tracker
         covering = self._covering()
         if sess.summary is not None and sess.summary[0] in tracker.summaries and (
                 covering is None or _facts_digest(covering.facts) != sess.summary[1]):
             sess.summary = None  # a new process: the block does not hold the facts any more
-        active = await self._inner().get_messages(self.session_id, status=MessageStatus.ACTIVE)
         tracker.observe(self._tg.entries(sess, active))
         return active
 
-    async def _tg_flush(self, n: int) -> bool:
-        """Decide the flush of the oldest ``n`` active messages (before they are archived)."""
-        sess = self._tg_current
-        if sess is None:
-            raise AdapterError("a flush outside Memory._manage_queue: the guard cannot place it")
-        active = await self._tg_sync(sess)
+    def _plan(self, sess: _Session, active: list[ChatMessage], n: int
+              ) -> tuple[Plan, dict[str, ChatMessage], str]:
+        """The flush of the oldest ``n`` active messages: a compaction when a fact block is shown
+        them (and the existing facts), else a truncation; and the messages that leave."""
         tracker = sess.guard.tracker
         summaries = set(tracker.summaries)
         units = [e.key for e in self._tg.entries(sess, active) if e.key not in summaries]
         gone, kept = units[:n], units[n:]
         old = [sess.summary[0]] if sess.summary is not None and sess.summary[0] in summaries else []
         adopted = [k for k in summaries if k == ADOPTED]
-        covering = self._covering()
-        if covering is not None:  # the fact LLM is shown the flush and the existing facts
+        if self._covering() is not None:
             plan = tracker.plan(deleted=[*old, *gone], shown=[*old, *gone], kept=[*adopted, *kept])
         else:
             plan = tracker.plan(deleted=gone, shown=[], kept=[*old, *adopted, *kept])
         leaving = set(gone)
         held = {k: m for k, m in zip(units, active, strict=True) if k in leaving}
-        if self._tg.resolve(sess, plan, held) == "defer":
-            return False
-        sess.pending.append((plan, "compact" if covering is not None else "truncate"))
-        return True
+        return plan, held, "compact" if self._covering() is not None else "truncate"
 
-    def _tg_apply(self, sess: _Session) -> None:
+    def _resolve(self, sess: _Session, plan: Plan, held: dict[str, ChatMessage]) -> str:
+        return self._tg.resolve(sess, plan, held)
+
+    def _confirm(self, sess: _Session, active: list[ChatMessage]) -> None:
+        """The archive took what was decided: the active history is the history before the
+        pending flushes without what they let go (no put can come between: the session is locked)."""
+        if not sess.pending:
+            return
+        let_go = {k for plan, _ in sess.pending for k in plan.deleted_keys}
+        expected = Counter(k.rsplit(":", 1)[1] for k in sess.guard.tracker.units if k not in let_go)
+        if Counter(_digest(m) for m in active) != expected:
+            raise AdapterError(f"session {sess.sid!r}: the store's active history is not what the decided flush "
+                               "leaves; nothing more is recorded")
+
+    def _apply(self, sess: _Session) -> None:
         """Commit the flushes whose blocks took them."""
         tracker = sess.guard.tracker
         for plan, kind in sess.pending:
@@ -510,22 +532,33 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
             value = self._tg.read_state(stored, sid, f"session {sid!r} state ({self._state_key()})")
             sess = self._tg.load(sid, value)
             history = self.get_all()
-            tracker = sess.guard.tracker
-            at = 0 if sess.summary is not None and history and history[0].role == MessageRole.SYSTEM \
-                and _digest(history[0]) == sess.summary[1] else None
-            if at is None and sess.summary is not None:
-                sess.summary = None  # the summary it wrote is gone
-            tracker.observe(self._tg.entries(sess, history, summary_at=at))
+            self._observe(sess, history)
             self._tg_sess = (sess, history)
             try:
                 out = super().get(input=input, initial_token_count=initial_token_count, **kwargs)
-                self._tg_apply(sess, out)
+                self._confirm(sess, out)
+                self._apply(sess, out)
             finally:
+                sess.pending.clear()
                 self._tg_sess = None
                 saved = self._tg.state_value(sess)
                 self.chat_store.set_messages(self._state_key(), [self._tg.state_message(saved)])
                 sess.persisted = saved["integrity"]
             return out
+
+    def _summary_at(self, sess: _Session, history: list[ChatMessage]) -> int | None:
+        """0 when the first message is the summary the guard committed, else None."""
+        if sess.summary is not None and history and history[0].role == MessageRole.SYSTEM \
+                and _digest(history[0]) == sess.summary[1] and sess.summary[0] in sess.guard.tracker.summaries:
+            return 0
+        return None
+
+    def _observe(self, sess: _Session, history: list[ChatMessage]) -> None:
+        """The chat store's messages in the tracker (a summary the guard wrote that is gone leaves)."""
+        at = self._summary_at(sess, history)
+        if at is None:
+            sess.summary = None
+        sess.guard.tracker.observe(self._tg.entries(sess, history, summary_at=at))
 
     def _split_messages_summary_or_full_text(
         self, chat_history: list[ChatMessage]
@@ -536,9 +569,16 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
         sess, history = self._tg_sess
         if self.llm is not None and len(rest) == 1 and rest[0].role == MessageRole.SYSTEM:
             return full, rest  # a lone system message is kept as it is
-        tracker = sess.guard.tracker
-        at = 0 if sess.summary is not None and sess.summary[0] in tracker.summaries else None
-        keys = [e.key for e in self._tg.entries(sess, history, summary_at=at)]
+        plan, held = self._plan(sess, history, rest)
+        if self._resolve(sess, plan, held) == "defer":
+            return list(history), []  # keep everything; nothing is summarized
+        sess.pending.append((plan, "compact" if self.llm is not None else "truncate"))
+        return full, rest
+
+    def _plan(self, sess: _Session, history: list[ChatMessage], rest: list[ChatMessage]
+              ) -> tuple[Plan, dict[str, ChatMessage]]:
+        """The oldest ``len(rest)`` messages leave; the llm is shown those its transcript holds."""
+        keys = [e.key for e in self._tg.entries(sess, history, summary_at=self._summary_at(sess, history))]
         adopted = [k for k in keys if k == ADOPTED]
         keys = [k for k in keys if k != ADOPTED]
         gone, kept = keys[: len(rest)], keys[len(rest):]
@@ -547,19 +587,25 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
             transcript = self._get_prompt_to_summarize(list(rest))
             shown = [k for k, m in zip(gone, rest, strict=True)
                      if isinstance(m.content, str) and f"{m.role.value}: {m.content}" in transcript]
-        plan = tracker.plan(deleted=gone, shown=shown, kept=[*adopted, *kept])
-        held = dict(zip(gone, rest, strict=True))
-        if self._tg.resolve(sess, plan, held) == "defer":
-            return list(history), []  # keep everything; nothing is summarized
-        sess.pending.append((plan, "compact" if self.llm is not None else "truncate"))
-        return full, rest
+        plan = sess.guard.tracker.plan(deleted=gone, shown=shown, kept=[*adopted, *kept])
+        return plan, dict(zip(gone, rest, strict=True))
 
-    def _tg_apply(self, sess: _Session, out: list[ChatMessage]) -> None:
+    def _resolve(self, sess: _Session, plan: Plan, held: dict[str, ChatMessage]) -> str:
+        return self._tg.resolve(sess, plan, held)
+
+    def _confirm(self, sess: _Session, out: list[ChatMessage]) -> None:
+        """``get()`` returned what was decided: the summary first (with an llm), then the kept messages."""
+        for plan, kind in sess.pending:
+            summary = 1 if kind == "compact" else 0
+            kept = [k for k in sess.guard.tracker.units if k not in set(plan.deleted_keys)]
+            if (summary and (not out or out[0].role != MessageRole.SYSTEM)) or len(out) - summary != len(kept):
+                raise AdapterError(f"session {sess.sid!r}: get() returned {len(out)} message(s), not the "
+                                   f"{summary} summary and {len(kept)} kept message(s) decided")
+
+    def _apply(self, sess: _Session, out: list[ChatMessage]) -> None:
         tracker = sess.guard.tracker
         for plan, kind in sess.pending:
             if kind == "compact":
-                if not out or out[0].role != MessageRole.SYSTEM:
-                    raise AdapterError("the buffer's summary is missing from get()'s result")
                 key = f"summary:{tracker.ledger.history_end}:{tracker.ledger.next_summary_id}"
                 tracker.commit(plan, key=key)
                 sess.summary = [key, _digest(out[0])]

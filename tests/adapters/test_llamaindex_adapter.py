@@ -371,3 +371,35 @@ def test_the_preset_counterexamples_are_refused_and_its_safe_sessions_pass(tmp_p
         summary.get()
     assert facts.guard is not None and facts.guard.ledger.summaries and not facts.guard.spills
     assert summary.guard is not None and summary.guard.ledger.summaries
+
+
+def test_concurrent_sessions_and_a_state_of_another_session(tmp_path: Path) -> None:
+    """Two sessions flushing at once on one store (async) keep their own ledgers; a state value
+    copied under another session's key is refused, naming both."""
+    import asyncio
+
+    from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
+
+    db = tmp_path / "c.db"
+    shared = SQLAlchemyChatStore(table_name="llama_index_memory", **sqlite(db))  # one store, two sessions
+    mems = [GuardedMemory.from_defaults(session_id=sid, **SIZES, chat_store=shared, recovery_floor_span=2,
+                                        on_refuse="spill", store=tmp_path / "spills") for sid in ("a", "b")]
+
+    async def drive(mem: GuardedMemory, extra: int) -> None:
+        for i, sizes in enumerate([*TURNS, *[[2]] * extra]):
+            await mem.aput_messages(turn_messages(i, sizes))
+
+    async def both() -> None:
+        await shared.get_keys()  # create the table first: SQLAlchemyChatStore's setup is not concurrency-safe
+        await asyncio.gather(drive(mems[0], 0), drive(mems[1], 3))
+
+    asyncio.run(both())
+    a, b = (m.guard for m in mems)
+    assert a is not None and b is not None
+    assert (a.ledger.history_end, b.ledger.history_end) == (sum(map(len, TURNS)), sum(map(len, TURNS)) + 3)
+    inner = mems[0].sql_store.inner  # type: ignore[attr-defined]
+    state = asyncio.run(inner.get_messages("a" + STATE_SUFFIX, status=None))
+    asyncio.run(inner.set_messages("b" + STATE_SUFFIX, state))
+    again = GuardedMemory.from_defaults(session_id="b", **SIZES, **sqlite(db), recovery_floor_span=2)
+    with pytest.raises(AdapterError, match="holds the guard state of session 'a', not 'b'"):
+        again.put_messages(turn_messages(50, [1]))

@@ -403,3 +403,31 @@ def test_concurrent_sessions_and_a_state_of_another_session(tmp_path: Path) -> N
     again = GuardedMemory.from_defaults(session_id="b", **SIZES, **sqlite(db), recovery_floor_span=2)
     with pytest.raises(AdapterError, match="holds the guard state of session 'a', not 'b'"):
         again.put_messages(turn_messages(50, [1]))
+
+
+def test_the_suggested_boundary_is_the_buffers(tmp_path: Path) -> None:
+    """check-config --suggest on llamaindex-chat-summary-llm.toml with a floor of 20 messages moves the
+    budget to 160,000 tokens (20 turns of 8,000): on twenty 8,000-token turns and a 1-token one the
+    guard refuses at 96,000 and at 159,999 (the floor leaves the kept turns), and not at 160,000."""
+    import io as _io
+
+    from tailguard.cli.main import main
+
+    policy = tmp_path / "p.toml"
+    text = (Path(__file__).resolve().parents[2] / "examples/presets/llamaindex-chat-summary-llm.toml").read_text()
+    policy.write_text(text.replace("floor = 8", "floor = 20"))
+    out = _io.StringIO()
+    main(["check-config", "--suggest", str(policy)], stdout=out, stderr=_io.StringIO())
+    assert "stage.0.keep 96000 -> 160000" in out.getvalue() and "stage.0.keep = 159999 is unsafe" in out.getvalue()
+    trace = [8000] * 20 + [1]
+    for limit, refused in ((96000, True), (159999, True), (160000, False)):
+        buf = GuardedChatSummaryMemoryBuffer.from_defaults(llm=EchoLLM(), token_limit=limit, tokenizer_fn=str.split,
+                                                           recovery_floor_span=20)
+        try:
+            for i, size in enumerate(trace):
+                buf.put(turn_messages(i, [size])[0])
+                buf.get()
+        except UnrecoverableCompactionError as exc:
+            assert refused and "floor_in_tail" in exc.failed, limit
+        else:
+            assert not refused, limit

@@ -117,6 +117,11 @@ def test_halt_archives_nothing_and_names_the_range() -> None:
     assert mem.get_all(status=MessageStatus.ARCHIVED) == []  # nothing left the history
     with pytest.raises(UnrecoverableCompactionError):  # and it stays halted
         mem.put_messages(turn_messages(99, [1]))
+    import asyncio
+
+    with pytest.raises(UnrecoverableCompactionError):  # the async path raises it too
+        asyncio.run(mem.aput_messages(turn_messages(100, [1])))
+    assert mem.get_all(status=MessageStatus.ARCHIVED) == []
 
 
 def test_defer_keeps_everything_in_the_history() -> None:

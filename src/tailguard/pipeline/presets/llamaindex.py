@@ -190,7 +190,8 @@ VECTOR_RETRIEVAL = Difference(
     "VectorMemoryBlock keeps the flushed text in a vector store and `get()` shows only the "
     "`similarity_top_k` batches nearest the newest messages (text blocks only, re-wrapped).",
     "counted as no coverage: a flush into it is a hole (it may come back; nothing says it will)",
-    "the harness checks the block is handed exactly the flushed messages, and treats them as truncated")
+    "the harness drives a VectorMemoryBlock (MockEmbedding; a SimpleVectorStore, which keeps no text) and "
+    "checks its flushes are where the truncate stage drops; what retrieval would bring back is not judged")
 STATE_IN_PROCESS = Difference(
     "facts_in_process",
     "FactExtractionMemoryBlock keeps its facts in the Python object, not in the SQL store: a process that "

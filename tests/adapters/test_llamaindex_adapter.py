@@ -436,3 +436,14 @@ def test_the_suggested_boundary_is_the_buffers(tmp_path: Path) -> None:
             assert refused and "floor_in_tail" in exc.failed, limit
         else:
             assert not refused, limit
+
+
+def test_bad_construction_fails_closed_naming_why() -> None:
+    with pytest.raises(AdapterError, match=r"build it with GuardedMemory.from_defaults"):
+        GuardedMemory(token_limit=40).put(turn_messages(0, [1])[0])
+    with pytest.raises(AdapterError, match=r"GuardedChatSummaryMemoryBuffer.from_defaults"):
+        GuardedChatSummaryMemoryBuffer(token_limit=10).get()
+    with pytest.raises(TypeError, match="recovery_floor_span= is required"):
+        GuardedMemory.from_defaults(session_id="x")
+    with pytest.raises(ValueError, match="floor_unit: llamaindex offsets can be 'messages'"):
+        GuardedMemory.from_defaults(session_id="x", recovery_floor_span=1, floor_unit="tokens")

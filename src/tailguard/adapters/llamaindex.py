@@ -243,6 +243,15 @@ def _reraise(result: _Raised | None) -> None:
         raise result.error
 
 
+def _built(memory: Any) -> _Guard:
+    """The memory's guard; a memory built without ``from_defaults`` has none (fail closed)."""
+    guard = memory._tg
+    if not isinstance(guard, _Guard):
+        name = type(memory).__name__
+        raise AdapterError(f"{name} has no guard: build it with {name}.from_defaults(..., recovery_floor_span=...)")
+    return guard
+
+
 # == Memory ========================================================================================
 
 class GuardedChatStore(AsyncDBChatStore):
@@ -306,7 +315,7 @@ class GuardedMemory(Memory):
     directory gives each session its own event log.
     """
 
-    _tg: _Guard = PrivateAttr()
+    _tg: Any = PrivateAttr(default=None)
     _tg_current: Any = PrivateAttr(default=None)
 
     @classmethod
@@ -337,11 +346,15 @@ class GuardedMemory(Memory):
     @property
     def guard(self) -> CompactionGuard | None:
         """This process's guard of the session (None before the first put)."""
-        return None if self._tg.cached is None else self._tg.cached.guard
+        return None if self._tg is None or self._tg.cached is None else self._tg.cached.guard
 
     @property
     def options(self) -> GuardOptions:
-        return self._tg.options
+        return self._tgg.options
+
+    @property
+    def _tgg(self) -> _Guard:
+        return _built(self)
 
     # LlamaIndex's sync wrappers (``asyncio_run``) catch a ``RuntimeError`` and retry the spent
     # coroutine ("Detected nested async"): the guard's refusal is one, so it is carried out of
@@ -361,6 +374,7 @@ class GuardedMemory(Memory):
                      and b.accept_short_term_memory and b.priority == 0), None)
 
     async def _manage_queue(self) -> None:
+        _built(self)
         async with _LOCKS.alocked(f"{id(self._inner())}:{self.session_id}"):
             sess = await self._tg_load()
             self._tg_current = sess
@@ -382,13 +396,13 @@ class GuardedMemory(Memory):
         messages flushed before the guard came)."""
         inner, sid = self._inner(), self.session_id
         stored = await inner.get_messages(sid + STATE_SUFFIX, status=None)
-        value = self._tg.read_state(stored, sid, f"session {sid!r} state ({sid + STATE_SUFFIX})")
-        sess = self._tg.load(sid, value)
+        value = self._tgg.read_state(stored, sid, f"session {sid!r} state ({sid + STATE_SUFFIX})")
+        sess = self._tgg.load(sid, value)
         tracker = sess.guard.tracker
         if value is None and tracker.ledger.history_end == 0 and not tracker.units and not tracker.summaries:
             archived = await inner.count_messages(sid, status=MessageStatus.ARCHIVED)
             if archived:
-                self._tg.adopt(sess, archived, f"{archived} message(s) flushed from the history")
+                self._tgg.adopt(sess, archived, f"{archived} message(s) flushed from the history")
         return sess
 
     async def _tg_flush(self, n: int) -> bool:
@@ -414,7 +428,7 @@ class GuardedMemory(Memory):
         if sess.summary is not None and sess.summary[0] in tracker.summaries and (
                 covering is None or _facts_digest(covering.facts) != sess.summary[1]):
             sess.summary = None  # a new process: the block does not hold the facts any more
-        tracker.observe(self._tg.entries(sess, active))
+        tracker.observe(self._tgg.entries(sess, active))
         return active
 
     def _plan(self, sess: _Session, active: list[ChatMessage], n: int
@@ -423,7 +437,7 @@ class GuardedMemory(Memory):
         them (and the existing facts), else a truncation; and the messages that leave."""
         tracker = sess.guard.tracker
         summaries = set(tracker.summaries)
-        units = [e.key for e in self._tg.entries(sess, active) if e.key not in summaries]
+        units = [e.key for e in self._tgg.entries(sess, active) if e.key not in summaries]
         gone, kept = units[:n], units[n:]
         old = [sess.summary[0]] if sess.summary is not None and sess.summary[0] in summaries else []
         adopted = [k for k in summaries if k == ADOPTED]
@@ -436,7 +450,7 @@ class GuardedMemory(Memory):
         return plan, held, "compact" if self._covering() is not None else "truncate"
 
     def _resolve(self, sess: _Session, plan: Plan, held: dict[str, ChatMessage]) -> str:
-        return self._tg.resolve(sess, plan, held)
+        return self._tgg.resolve(sess, plan, held)
 
     def _confirm(self, sess: _Session, active: list[ChatMessage]) -> None:
         """The archive took what was decided: the active history is the history before the
@@ -468,8 +482,8 @@ class GuardedMemory(Memory):
         covering = self._covering()
         if sess.summary is not None and covering is not None:
             sess.summary = [sess.summary[0], _facts_digest(covering.facts)]
-        value = self._tg.state_value(sess)
-        await self._inner().set_messages(self.session_id + STATE_SUFFIX, [self._tg.state_message(value)])
+        value = self._tgg.state_value(sess)
+        await self._inner().set_messages(self.session_id + STATE_SUFFIX, [self._tgg.state_message(value)])
         sess.persisted = value["integrity"]
 
 
@@ -483,7 +497,7 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
     One buffer is one session (its ``chat_store_key``).
     """
 
-    _tg: _Guard = PrivateAttr()
+    _tg: Any = PrivateAttr(default=None)
     _tg_sess: Any = PrivateAttr(default=None)
 
     @classmethod
@@ -511,11 +525,16 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
 
     @property
     def guard(self) -> CompactionGuard | None:
-        return None if self._tg.cached is None else self._tg.cached.guard
+        """This process's guard of the session (None before the first get)."""
+        return None if self._tg is None or self._tg.cached is None else self._tg.cached.guard
 
     @property
     def options(self) -> GuardOptions:
-        return self._tg.options
+        return self._tgg.options
+
+    @property
+    def _tgg(self) -> _Guard:
+        return _built(self)
 
     def get_all(self) -> list[ChatMessage]:
         """A copy (the buffer's split pops from the list it is given; a refused ``get()`` must
@@ -526,11 +545,12 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
         return self.chat_store_key + STATE_SUFFIX
 
     def get(self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any) -> list[ChatMessage]:
+        _built(self)
         with _LOCKS.locked(f"{id(self.chat_store)}:{self.chat_store_key}"):
             sid = self.chat_store_key
             stored = self.chat_store.get_messages(self._state_key())
-            value = self._tg.read_state(stored, sid, f"session {sid!r} state ({self._state_key()})")
-            sess = self._tg.load(sid, value)
+            value = self._tgg.read_state(stored, sid, f"session {sid!r} state ({self._state_key()})")
+            sess = self._tgg.load(sid, value)
             history = self.get_all()
             self._observe(sess, history)
             self._tg_sess = (sess, history)
@@ -541,8 +561,8 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
             finally:
                 sess.pending.clear()
                 self._tg_sess = None
-                saved = self._tg.state_value(sess)
-                self.chat_store.set_messages(self._state_key(), [self._tg.state_message(saved)])
+                saved = self._tgg.state_value(sess)
+                self.chat_store.set_messages(self._state_key(), [self._tgg.state_message(saved)])
                 sess.persisted = saved["integrity"]
             return out
 
@@ -558,7 +578,7 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
         at = self._summary_at(sess, history)
         if at is None:
             sess.summary = None
-        sess.guard.tracker.observe(self._tg.entries(sess, history, summary_at=at))
+        sess.guard.tracker.observe(self._tgg.entries(sess, history, summary_at=at))
 
     def _split_messages_summary_or_full_text(
         self, chat_history: list[ChatMessage]
@@ -578,7 +598,7 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
     def _plan(self, sess: _Session, history: list[ChatMessage], rest: list[ChatMessage]
               ) -> tuple[Plan, dict[str, ChatMessage]]:
         """The oldest ``len(rest)`` messages leave; the llm is shown those its transcript holds."""
-        keys = [e.key for e in self._tg.entries(sess, history, summary_at=self._summary_at(sess, history))]
+        keys = [e.key for e in self._tgg.entries(sess, history, summary_at=self._summary_at(sess, history))]
         adopted = [k for k in keys if k == ADOPTED]
         keys = [k for k in keys if k != ADOPTED]
         gone, kept = keys[: len(rest)], keys[len(rest):]
@@ -591,7 +611,7 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
         return plan, dict(zip(gone, rest, strict=True))
 
     def _resolve(self, sess: _Session, plan: Plan, held: dict[str, ChatMessage]) -> str:
-        return self._tg.resolve(sess, plan, held)
+        return self._tgg.resolve(sess, plan, held)
 
     def _confirm(self, sess: _Session, out: list[ChatMessage]) -> None:
         """``get()`` returned what was decided: the summary first (with an llm), then the kept messages."""

@@ -10,14 +10,15 @@ import sys
 import pytest
 
 FRAMEWORKS = {"langchain": "langchain", "langmem": "langmem", "openai_agents": "agents", "pydantic_ai": "pydantic_ai",
-              "google_adk": "google.adk", "autogen": "autogen_core", "semantic_kernel": "semantic_kernel"}
+              "google_adk": "google.adk", "autogen": "autogen_core", "semantic_kernel": "semantic_kernel",
+              "llamaindex": "llama_index"}
 
 
 def test_adapters_package_imports_no_framework() -> None:
     code = ("import sys, tailguard.adapters, tailguard.adapters._guard, tailguard.adapters._offsets, "
             "tailguard.adapters._spill_tool, tailguard.adapters._sessions; "
             "bad = [m for m in ('langchain', 'langchain_core', 'langgraph', 'langmem', 'agents', 'openai', "
-            "'pydantic_ai', 'google.adk', 'openhands', 'autogen_core', 'semantic_kernel', 'strands') "
+            "'pydantic_ai', 'google.adk', 'openhands', 'autogen_core', 'semantic_kernel', 'strands', 'llama_index') "
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -31,6 +32,7 @@ def test_adapters_package_imports_no_framework() -> None:
     ("google_adk", "google-adk", "google.adk"),
     ("autogen", "autogen", "autogen_core"),
     ("semantic_kernel", "semantic-kernel", "semantic_kernel"),
+    ("llamaindex", "llamaindex", "llama_index"),
     ("openhands", "openhands", "openhands"),  # its tests run in .venvs/py3.12-openhands (.ci/versions)
     ("strands", "strands", "strands"),  # not in `frameworks` (watchdog: docs/presets/strands.md)
 ])

@@ -32,6 +32,7 @@ pytest.importorskip("deepagents", reason="install the frameworks extra (CI does)
 pytest.importorskip("google.adk", reason="install the frameworks extra (CI does)")
 pytest.importorskip("autogen_core", reason="install the frameworks extra (CI does)")
 pytest.importorskip("semantic_kernel", reason="install the frameworks extra (CI does)")
+pytest.importorskip("llama_index.core", reason="install the frameworks extra (CI does)")
 
 from agents import SQLiteSession
 from agents.memory.session_settings import SessionSettings
@@ -46,6 +47,7 @@ from tailguard.adapters import (
     google_adk as adk_adapter,
     langchain as lc_adapter,
     langmem as lm_adapter,
+    llamaindex as li_adapter,
     openai_agents as oa_adapter,
     semantic_kernel as sk_adapter,
 )
@@ -55,6 +57,7 @@ from tailguard.adapters.deepagents import GuardedDeepAgentsSummarizationMiddlewa
 from tailguard.adapters.google_adk import GuardedCompaction
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
 from tailguard.adapters.langmem import GuardedSummarizer
+from tailguard.adapters.llamaindex import GuardedMemory
 from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
 from tailguard.adapters.semantic_kernel import GuardedReducer
 from tailguard.pipeline.presets import (
@@ -63,6 +66,7 @@ from tailguard.pipeline.presets import (
     google_adk as adk_preset,
     langchain as lc_preset,
     langmem as lm_preset,
+    llamaindex as li_preset,
     openai_agents as oa_preset,
     semantic_kernel as sk_preset,
 )
@@ -79,9 +83,11 @@ ADAPTERS = {
     "google_adk": ("google-adk", "google.adk", adk_preset.PRESET, GuardedCompaction),
     "autogen": ("autogen", "autogen_core", ag_preset.PRESET, GuardedChatCompletionContext),
     "semantic_kernel": ("semantic-kernel", "semantic_kernel", sk_preset.SUMMARIZATION_PRESET, GuardedReducer),
+    "llamaindex": ("llamaindex", "llama_index", li_preset.MEMORY, GuardedMemory),
 }
 MODULES = {"langchain": lc_adapter, "openai_agents": oa_adapter, "langmem": lm_adapter, "deepagents": da_adapter,
-           "google_adk": adk_adapter, "autogen": ag_adapter, "semantic_kernel": sk_adapter}
+           "google_adk": adk_adapter, "autogen": ag_adapter, "semantic_kernel": sk_adapter,
+           "llamaindex": li_adapter}
 
 
 def deep_middleware(**kw: Any) -> GuardedDeepAgentsSummarizationMiddleware:

@@ -180,6 +180,10 @@ EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.m
     "semantic-kernel-summarization.toml": ("safe", set()),
     "strands-defaults.toml": ("unsafe", {"hole"}),
     "strands-summarizing.toml": ("safe", set()),
+    "llamaindex-memory-defaults.toml": ("unsafe", {"hole", "unenforceable"}),
+    "llamaindex-memory-facts.toml": ("safe", set()),
+    "llamaindex-chat-summary-defaults.toml": ("unsafe", {"hole", "unenforceable"}),
+    "llamaindex-chat-summary-llm.toml": ("safe", set()),
 }
 
 

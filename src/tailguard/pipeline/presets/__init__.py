@@ -19,6 +19,7 @@ from tailguard.pipeline.presets import (
     google_adk,
     langchain,
     langmem,
+    llamaindex,
     openai_agents,
     openhands,
     pydantic_ai,
@@ -32,7 +33,7 @@ __all__ = ["PRESETS", "Preset", "Translation", "expand", "find", "translate"]
 PRESETS: tuple[Preset, ...] = (
     langchain.PRESET, deepagents.PRESET, langmem.PRESET, openai_agents.PRESET, openhands.PRESET,
     pydantic_ai.PRESET, google_adk.PRESET, autogen.PRESET, semantic_kernel.TRUNCATION_PRESET,
-    semantic_kernel.SUMMARIZATION_PRESET, strands.SLIDING, strands.SUMMARIZING,
+    semantic_kernel.SUMMARIZATION_PRESET, strands.SLIDING, strands.SUMMARIZING, *llamaindex.PRESETS,
 )
 _BY_NAME: dict[str, Preset] = {n: p for p in PRESETS for n in (p.name, *p.aliases)}
 # top-level keys a preset policy keeps: the session's shape and the floor (brief 6c)
@@ -107,6 +108,7 @@ def translate(data: dict[str, Any], file: str, lines: dict[str, int]) -> Transla
         semantic_kernel.check_session(preset.name, values, data, knob_fail)
     if preset.name in (strands.SLIDING.name, strands.SUMMARIZING.name):
         strands.check_session(preset.name, values, data, knob_fail)
+    llamaindex.check_session(preset, values, data, knob_fail)
     top, stages = preset.translate(values)
     return Translation(preset.name, values, given, top, stages)
 

@@ -140,7 +140,8 @@ def test_help_lists_the_exit_codes_and_the_frameworks(capsys: pytest.CaptureFixt
 def test_the_cli_and_the_runtime_import_no_framework() -> None:
     code = ("import sys, tailguard, tailguard.cli.doctor, tailguard.doctor.run, tailguard.doctor.harness\n"
             "bad = [m for m in ('langchain', 'langchain_core', 'agents', 'langmem', 'deepagents', 'pydantic_ai', "
-            "'google.adk', 'openhands', 'autogen_core', 'autogen_agentchat', 'autogen_ext', 'semantic_kernel') "
+            "'google.adk', 'openhands', 'autogen_core', 'autogen_agentchat', 'autogen_ext', 'semantic_kernel', "
+            "'llama_index') "
             "if m in sys.modules]\n"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -216,13 +217,13 @@ def test_doctor_agrees_on_the_installed_frameworks() -> None:
     """Every framework of the frameworks extra: validated versions, and the real package agrees
     with its preset and adapter (CI's pins are the validated versions)."""
     for module in ("langchain", "deepagents", "langmem", "agents", "pydantic_ai", "google.adk", "autogen_core",
-                   "autogen_ext.models.replay", "semantic_kernel"):
+                   "autogen_ext.models.replay", "semantic_kernel", "llama_index.core"):
         needs(module)
     code, report, err = doctor_json("--quick")
     entries = by_name(report)
     assert code == 0, json.dumps(report, indent=1)
     for name in ("langchain", "deepagents", "langmem", "openai-agents", "pydantic-ai", "google-adk", "autogen",
-                 "semantic-kernel"):
+                 "semantic-kernel", "llamaindex"):
         entry = entries[name]
         assert entry["status"] == "ok", entry
         assert entry["compactions"] > 0 and entry["adapter_runs"] >= 1, entry  # not vacuous
@@ -314,6 +315,42 @@ def test_a_broken_autogen_preset_or_adapter_is_a_disagreement(monkeypatch: pytes
     code, report, _ = doctor_json("--framework", "autogen", "--quick")
     d = by_name(report)["autogen"]["disagreement"]
     assert code == 1 and d["check"] == "adapter" and "the adapter allowed all 12 views" in d["what"], d
+
+
+def test_a_broken_llamaindex_preset_or_adapter_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Memory preset's history budget one token too large (the model drops later than Memory
+    flushes): the fixed session disagrees at its first flush; then, the presets sound, a
+    ``GuardedMemory`` that never refuses (``on_refuse`` forced to ``defer``) lets the lossy
+    Memory-defaults session through, the adapter check's disagreement."""
+    needs("llama_index.core")
+    from tailguard.doctor.drivers import llamaindex as driver
+    from tailguard.pipeline import presets
+
+    good = presets.find("llamaindex.Memory")
+    assert good is not None
+
+    def one_more(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        top, stages = good.translate(values)
+        return top, [dict(s, limit=s["limit"] + 1) if s["kind"] == "truncate" else s for s in stages]
+
+    with monkeypatch.context() as patch:
+        patch.setitem(presets._BY_NAME, good.name, dataclasses.replace(good, translate=one_more))
+        code, report, _ = doctor_json("--framework", "llamaindex", "--quick")
+    d = by_name(report)["llamaindex"]["disagreement"]
+    assert code == 1 and d["check"] == "preset" and (d["case"], d["compaction"]) == (1, 1), d
+    assert d["what"].startswith("append 20 ") and d["what"].endswith(
+        "Memory flushed turns [0, 1, 2], the model dropped [] (flush_batches: the first flush at the same append, "
+        "the model's dropped turns the oldest flushed)"), d
+
+    class Lenient(driver.GuardedMemory):  # type: ignore[misc,name-defined]
+        @classmethod
+        def from_defaults(cls, **kwargs: Any) -> Any:  # type: ignore[override]
+            return super().from_defaults(**{**kwargs, "on_refuse": "defer"})
+
+    monkeypatch.setattr(driver, "GuardedMemory", Lenient)
+    code, report, _ = doctor_json("--framework", "llamaindex", "--quick")
+    d = by_name(report)["llamaindex"]["disagreement"]
+    assert code == 1 and d["check"] == "adapter" and "the adapter refused none of the 3 appends" in d["what"], d
 
 
 def test_a_broken_semantic_kernel_preset_or_adapter_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:

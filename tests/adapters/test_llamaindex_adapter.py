@@ -2,7 +2,7 @@
 
 The real ``Memory`` (its SQL store: in-memory SQLite, or a SQLite file for restarts) and the real
 ``ChatSummaryMemoryBuffer``, with the real ``FactExtractionMemoryBlock`` on an echoing
-``CustomLLM`` (tests/presets/llamaindex_driver.py). Every message carries a unique marker; a
+``CustomLLM`` (tailguard.doctor.drivers.llamaindex). Every message carries a unique marker; a
 marker that no later ``get()`` and no spill holds is lost.
 """
 
@@ -35,7 +35,7 @@ from tailguard.adapters.llamaindex import (
 )
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore
-from tests.presets.llamaindex_driver import EchoLLM, tags, turn_messages
+from tailguard.doctor.drivers.llamaindex import EchoLLM, tags, turn_messages
 
 SIZES = {"token_limit": 40, "chat_history_token_ratio": 0.5, "token_flush_size": 5, "tokenizer_fn": str.split}
 TURNS = [[3, 3], [2, 4, 1], [5], [3, 3], [4, 2], [6], [2, 2, 2], [3, 3], [5, 1], [4]]

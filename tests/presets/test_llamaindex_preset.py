@@ -1,9 +1,9 @@
 """The LlamaIndex presets against the real package (brief 6c, 6d): ``llamaindex.Memory`` and
 ``llamaindex.ChatSummaryMemoryBuffer``.
 
-For every append the real memory runs (tests/presets/llamaindex_driver.py: the real ``Memory``
-on its SQL store and the real blocks, the real ``ChatSummaryMemoryBuffer``, an echoing
-``CustomLLM``) and the preset's model steps; what left the history, what the summarizer or the
+For every append the real memory runs (tailguard.doctor.drivers.llamaindex, which ``tailguard
+doctor`` runs too: the real ``Memory`` on its SQL store and the real blocks, the real
+``ChatSummaryMemoryBuffer``, an echoing ``CustomLLM``) and the preset's model steps; what left the history, what the summarizer or the
 fact LLM was shown and what stayed are compared. ``Memory``'s flush batches are a declared
 difference (``flush_batches``): there the model is re-synchronised to the real history before
 each append, and the first loss and the model's dropped turns are checked against the real
@@ -26,33 +26,35 @@ if not REQUIRE:
     pytest.importorskip("llama_index.core", reason="install the frameworks extra (CI does)")
 
 from tailguard.cli.main import main
+from tailguard.doctor.drivers.llamaindex import (
+    FIXED_BUFFER,
+    FIXED_MEMORY,
+    SUMMARY_TAG,
+    BufferRun,
+    BufferSession,
+    EchoLLM,
+    MemoryRun,
+    MemorySession,
+    compare_buffer,
+    compare_memory,
+    policy,
+    resync,
+    tags,
+)
 from tailguard.pipeline.model import Event, State, step
-from tailguard.pipeline.policy import PolicyError, parse_policy
+from tailguard.pipeline.policy import PolicyError
 from tailguard.pipeline.presets import find
 from tailguard.pipeline.presets.llamaindex import BUFFER, MEMORY
-from tests.presets.llamaindex_driver import SUMMARY_TAG, BufferRun, MemoryRun, tags
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "presets"
-HEAD = 'name = "p"\nturn_tokens = [1, {tmax}]\nmessages_per_turn = [1, 4]\nfloor = {floor}\nfloor_unit = "messages"\n'
 RUNS = settings(max_examples=40, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-def policy(framework: str, knobs: str, *, tmax: int = 40, floor: int = 0) -> object:
-    return parse_policy(HEAD.format(tmax=tmax, floor=floor) + f'[framework]\nname = "{framework}"\n{knobs}', "p.toml")
 
 
 def turns(tmax: int, count: int = 30) -> st.SearchStrategy[list[list[int]]]:
     message = st.integers(1, max(1, tmax // 4))
     return st.lists(st.lists(message, min_size=1, max_size=4), min_size=1, max_size=count)
-
-
-def resync(state: State, active: list[int]) -> None:
-    """The model's history made the real one (Memory's flush batches: ``flush_batches``)."""
-    state.verbatim = list(active)
-    state.body = sum(state.sizes[j] for j in active)
-    state.mbody = sum(state.messages[j] for j in active)
 
 
 # -- Memory ---------------------------------------------------------------------------------
@@ -64,53 +66,13 @@ def resync(state: State, active: list[int]) -> None:
        flush=st.integers(1, 30))
 def test_memory_flushes_where_the_truncate_stage_drops(blocks: tuple[str, ...], session: list[list[int]],
                                                        limit: int, ratio: float, flush: int) -> None:
-    kinds = ", ".join('{kind = "fact", priority = 1}' if b == "fact-priority" else f'{{kind = "{b}"}}'
-                      for b in blocks)
-    pol = policy("llamaindex.Memory", f"token_limit = {limit}\nchat_history_token_ratio = {ratio}\n"
-                                      f"token_flush_size = {flush}\nmemory_blocks = [{kinds}]\n",
-                 tmax=int(limit * ratio))
-    real = MemoryRun.build(token_limit=limit, ratio=ratio, flush=flush,
-                           blocks=["fact" if b == "fact-priority" else b for b in blocks])
-    if "fact-priority" in blocks:
-        real.memory.memory_blocks[0].priority = 1
-    state = State()
-    for i, sizes in enumerate(session):
-        sizes = [min(s, max(1, int(limit * ratio) // 4)) for s in sizes]
-        events: list[Event] = []
-        step(pol, state, sum(sizes), events, messages=len(sizes))  # type: ignore[arg-type]
-        real.put(i, sizes)
-        dropped = [j for e in events if e.kind == "truncate" for j in range(*e.data)]
-        flushed = real.flushed[-1]
-        assert bool(dropped) == bool(flushed), (i, dropped, flushed)
-        assert flushed[: len(dropped)] == dropped  # the model's holes are the oldest flushed turns
-        assert flushed == sorted(set(range(i + 1)) - set(real.active[-1]) - set().union(*real.flushed[:-1]))
-        resync(state, real.active[-1])
+    compare_memory(MemorySession.of(session, limit, ratio, flush, blocks))
 
 
 @RUNS
 @given(session=turns(40), limit=st.integers(20, 90), flush=st.integers(1, 30))
 def test_memory_fact_block_is_shown_every_flush(session: list[list[int]], limit: int, flush: int) -> None:
-    pol = policy("llamaindex.Memory", f"token_limit = {limit}\ntoken_flush_size = {flush}\n"
-                                      'memory_blocks = [{kind = "fact"}]\n', tmax=int(limit * 0.7))
-    real = MemoryRun.build(token_limit=limit, ratio=0.7, flush=flush, blocks=["fact"])
-    state = State()
-    for i, sizes in enumerate(session):
-        sizes = [min(s, max(1, int(limit * 0.7) // 4)) for s in sizes]
-        events: list[Event] = []
-        found = step(pol, state, sum(sizes), events, messages=len(sizes))  # type: ignore[arg-type]
-        prompts = len(real.llm.prompts)
-        real.put(i, sizes)
-        assert not found  # no hole: the stage is a compaction that shows every candidate
-        fired = any(e.kind in ("compact", "attempt") for e in events)
-        assert fired == bool(real.flushed[-1]), (i, events, real.flushed[-1])
-        shown = set().union(*(tags(p) for p in real.llm.prompts[prompts:]))
-        assert {t for t, _ in shown} >= set(real.flushed[-1])
-        facts = real.memory.memory_blocks[0].facts
-        flushed_tags = {(t, m) for t in real.flushed[-1] for m in range(len(session[t]))}
-        assert flushed_tags <= {x for f in facts for x in tags(f)}  # and they stay in get()
-        resync(state, real.active[-1])
-    context = "\n".join(m.content or "" for m in real.memory.get())
-    assert {(t, m) for t, s in enumerate(session) for m in range(len(s))} == tags(context)
+    compare_memory(MemorySession.of(session, limit, 0.7, flush, ("fact",)))
 
 
 def test_a_flush_can_take_more_than_the_model_drops() -> None:
@@ -123,7 +85,7 @@ def test_a_flush_can_take_more_than_the_model_drops() -> None:
     extra = False
     for i in range(12):
         events: list[Event] = []
-        step(pol, state, 6, events, messages=2)  # type: ignore[arg-type]
+        step(pol, state, 6, events, messages=2)
         real.put(i, [3, 3])
         dropped = [j for e in events if e.kind == "truncate" for j in range(*e.data)]
         assert real.flushed[-1][: len(dropped)] == dropped
@@ -139,27 +101,12 @@ def test_a_flush_can_take_more_than_the_model_drops() -> None:
 @given(session=turns(40), limit=st.integers(8, 80))
 def test_buffer_deletes_summarizes_and_keeps_what_the_model_says(llm: bool, session: list[list[int]],
                                                                  limit: int) -> None:
-    pol = policy("llamaindex.ChatSummaryMemoryBuffer", f"token_limit = {limit}\nllm = {str(llm).lower()}\n")
-    real = BufferRun.build(token_limit=limit, llm=llm)
-    state = State()
-    covered: set[int] = set()
-    for i, sizes in enumerate(session):
-        before = [*state.verbatim, i]
-        events: list[Event] = []
-        found = step(pol, state, sum(sizes), events, messages=len(sizes))  # type: ignore[arg-type]
-        real.put_and_get(i, sizes)
-        gone = [j for j in before if j not in state.verbatim]
-        assert gone == real.deleted[-1], (i, events, real.deleted[-1])
-        holes = sorted(j for f in found if f.kind == "hole" for j in f.offsets)
-        assert holes == ([] if llm else real.deleted[-1])  # what the model calls lost is what the buffer lost
-        assert state.verbatim == real.kept[-1]
-        if llm:
-            # every deleted message, and the earlier summary's markers, were in the transcript
-            assert {(t, m) for t in real.deleted[-1] for m in range(len(session[t]))} <= real.shown[-1]
-            assert {(t, m) for t in covered for m in range(len(session[t]))} <= real.shown[-1] or not real.deleted[-1]
-            covered |= set(real.deleted[-1])
-            summary = [m.content or "" for m in real.outputs[-1] if m.role == "system"]
-            assert {t for s in summary for t, _ in tags(s)} == covered
+    compare_buffer(BufferSession(tuple(map(tuple, session)), limit, llm))
+
+
+def test_the_fixed_sessions_compact() -> None:
+    """doctor's fixed session flushes and summarizes on each memory (never vacuous)."""
+    assert all(compare_memory(s) for s in FIXED_MEMORY) and all(compare_buffer(s) for s in FIXED_BUFFER)
 
 
 # -- the verdicts at real sizes, replayed on the real package ---------------------------------
@@ -229,7 +176,7 @@ def test_defaults_are_the_frameworks() -> None:
     assert find("llama_index.core.memory.Memory") is MEMORY and find("llamaindex.ChatSummaryMemoryBuffer") is BUFFER
     with_llm = policy("llamaindex.ChatSummaryMemoryBuffer", "llm = true\ncontext_window = 128000\n")
     assert with_llm.stages[0].keep == int(128000 * 0.75) == ChatSummaryMemoryBuffer.from_defaults(  # type: ignore[attr-defined]
-        llm=__import__("tests.presets.llamaindex_driver", fromlist=["EchoLLM"]).EchoLLM()).token_limit
+        llm=EchoLLM()).token_limit
 
 
 @pytest.mark.parametrize(("knobs", "floor", "tmax", "key", "reason"), [

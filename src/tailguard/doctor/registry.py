@@ -41,6 +41,8 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("autogen", "autogen-core", ("autogen",), "autogen", "autogen"),
     Framework("semantic-kernel", "semantic-kernel", ("semantic_kernel.ChatHistoryTruncationReducer",
               "semantic_kernel.ChatHistorySummarizationReducer"), "semantic-kernel", "semantic_kernel"),
+    Framework("llamaindex", "llama-index-core", ("llamaindex.Memory", "llamaindex.ChatSummaryMemoryBuffer"),
+              "llamaindex", "llamaindex"),
     Framework("openhands", "openhands-sdk", ("openhands.CondenserPipeline",), "openhands", "openhands",
               note="Python >= 3.12 and its own venv (openai < 3): .venvs/py3.12-openhands"),
 )

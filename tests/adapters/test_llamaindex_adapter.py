@@ -33,9 +33,9 @@ from tailguard.adapters.llamaindex import (
     GuardedMemory,
     messages_from_spill,
 )
+from tailguard.doctor.drivers.llamaindex import EchoLLM, tags, turn_messages
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 from tailguard.spill import FileSpillStore
-from tailguard.doctor.drivers.llamaindex import EchoLLM, tags, turn_messages
 
 SIZES = {"token_limit": 40, "chat_history_token_ratio": 0.5, "token_flush_size": 5, "tokenizer_fn": str.split}
 TURNS = [[3, 3], [2, 4, 1], [5], [3, 3], [4, 2], [6], [2, 2, 2], [3, 3], [5, 1], [4]]

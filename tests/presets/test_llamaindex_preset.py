@@ -3,12 +3,13 @@
 
 For every append the real memory runs (tailguard.doctor.drivers.llamaindex, which ``tailguard
 doctor`` runs too: the real ``Memory`` on its SQL store and the real blocks, the real
-``ChatSummaryMemoryBuffer``, an echoing ``CustomLLM``) and the preset's model steps; what left the history, what the summarizer or the
-fact LLM was shown and what stayed are compared. ``Memory``'s flush batches are a declared
-difference (``flush_batches``): there the model is re-synchronised to the real history before
-each append, and the first loss and the model's dropped turns are checked against the real
-flush. The unsafe verdicts' traces are replayed on the real package and lose exactly the named
-turns; the safe examples lose nothing on random sessions at real sizes (marker oracle).
+``ChatSummaryMemoryBuffer``, an echoing ``CustomLLM``) and the preset's model steps; what left
+the history, what the summarizer or the fact LLM was shown and what stayed are compared.
+``Memory``'s flush batches are a declared difference (``flush_batches``): there the model is
+re-synchronised to the real history before each append, and the first loss and the model's
+dropped turns are checked against the real flush. The unsafe verdicts' traces are replayed on
+the real package and lose exactly the named turns; the safe examples lose nothing on random
+sessions at real sizes (marker oracle).
 """
 
 from __future__ import annotations

@@ -35,11 +35,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llama_index.core.llms import ChatMessage, CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms import ChatMessage, CompletionResponse, CustomLLM, LLMMetadata, TextBlock
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.memory import ChatSummaryMemoryBuffer, Memory
 from llama_index.core.memory.memory_blocks import FactExtractionMemoryBlock, StaticMemoryBlock, VectorMemoryBlock
-from llama_index.core.storage.chat_store.sql import MessageStatus
+from llama_index.core.storage.chat_store.base_db import MessageStatus
 from pydantic import Field
 
 from tailguard.adapters.llamaindex import GuardedChatSummaryMemoryBuffer, GuardedMemory
@@ -110,7 +110,7 @@ def memory_blocks(kinds: Sequence[str], llm: EchoLLM) -> list[Any]:
         if kind == "fact":
             out.append(FactExtractionMemoryBlock(llm=llm))
         elif kind == "static":
-            out.append(StaticMemoryBlock(static_content="static"))
+            out.append(StaticMemoryBlock(static_content=[TextBlock(text="static")]))
         elif kind == "vector":
             from llama_index.core.embeddings import MockEmbedding
             from llama_index.core.vector_stores import SimpleVectorStore
@@ -302,7 +302,9 @@ def compare_memory(session: MemorySession) -> int:
             if not flushed_tags <= shown:
                 raise Mismatch(f"append {i} ({where}): the fact LLM was not shown {sorted(flushed_tags - shown)}, "
                                "which Memory flushed", at)
-            facts = {x for f in real.memory.memory_blocks[0].facts for x in tags(f)}
+            block = real.memory.memory_blocks[0]
+            assert isinstance(block, FactExtractionMemoryBlock)
+            facts = {x for f in block.facts for x in tags(f)}
             if not flushed_tags <= facts:
                 raise Mismatch(f"append {i} ({where}): the facts lack {sorted(flushed_tags - facts)}", at)
         else:
@@ -433,11 +435,14 @@ def adapter_buffer(session: BufferSession, floor: int = 0, *, must_refuse: bool 
 
 #: ten turns of one to three messages, 35 tokens: each memory flushes or summarizes several times
 FIXED_TURNS = ((3, 3), (2, 4, 1), (5,), (3, 3), (4, 2), (6,), (2, 2, 2), (3, 3), (5, 1), (4,))
+ONES = tuple([(1,)] * 40)
 #: Memory without a block first on 40 turns of one token (the history is at every size, so a budget
 #: one token off is seen at the first flush; 7 flushes), then on the ten turns, then with a fact block
-FIXED_MEMORY = (MemorySession.of([(1,)] * 40, 40, 0.5, 3), MemorySession.of(FIXED_TURNS, 40, 0.5, 5),
+FIXED_MEMORY = (MemorySession.of(ONES, 40, 0.5, 3), MemorySession.of(FIXED_TURNS, 40, 0.5, 5),
                 MemorySession.of(FIXED_TURNS, 40, 0.5, 5, ("fact",)))
-FIXED_BUFFER = (BufferSession(FIXED_TURNS, 10, False), BufferSession(FIXED_TURNS, 10, True))
+#: the buffer on both (without an LLM: a truncation; with one: summaries), 10 tokens kept
+FIXED_BUFFER = (BufferSession(ONES, 10, False), BufferSession(FIXED_TURNS, 10, False), BufferSession(ONES, 10, True),
+                BufferSession(FIXED_TURNS, 10, True))
 #: examples/presets/llamaindex-memory-defaults.toml's trace at Memory's defaults: turn 0 is flushed
 #: to no block at append 2
 DEFAULTS = MemorySession(((8000,), (5001,), (8000,)), 30000, 0.7, 3000)
@@ -485,7 +490,7 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
     lossy, facts = DEFAULTS, FIXED_MEMORY[2]
     out.append(Case("adapter", lossy.label(8), lambda: adapter_memory(lossy, 8, must_refuse=True)))
     out.append(Case("adapter", facts.label(0), lambda: adapter_memory(facts, 0)))
-    summarizing = FIXED_BUFFER[1]
+    summarizing = FIXED_BUFFER[3]
     out.append(Case("adapter", summarizing.label(0), lambda: adapter_buffer(summarizing, 0)))
     memory, buffer = random_memory(rng), random_buffer(rng)
     out.append(Case("adapter", memory.label(0), functools.partial(adapter_memory, memory, 0)))

@@ -194,7 +194,7 @@ def _text(text: str) -> list[dict[str, Any]]:
 
 
 def probe_tool(script: Script) -> Any:
-    @tool(context=True)
+    @tool(context=True)  # type: ignore[untyped-decorator]
     def probe(note: str, tool_context: ToolContext) -> str:
         """Return a result of the size the script says, carrying the next message's tag."""
         tag, size, stop = script.results[TAG.findall(note)[0]]
@@ -286,7 +286,8 @@ def policy(name: str, knobs: str, *, floor: int = 0, mpt: tuple[int, int] = (2, 
             f'floor = {floor}\nfloor_unit = "messages"\n[framework]\nname = "{name}"\n{knobs}\n')
     out = parse_policy(text, "differential.toml")
     if limit is not None:
-        out = dataclasses.replace(out, stages=(dataclasses.replace(out.stages[0], limit=limit),))
+        stage: Any = out.stages[0]
+        out = dataclasses.replace(out, stages=(dataclasses.replace(stage, limit=limit),))
     return out
 
 
@@ -411,7 +412,8 @@ def compare_summarizing(session: Sequence[Invocation], window: int, preserve: in
                        "summaries, not overflow_truncation)")
     pol = policy(SUMMARIZING.name, summarizing_knobs(window, preserve, ratio), mpt=(1, 2), max_tokens=200)
     if keep is not None:
-        pol = dataclasses.replace(pol, stages=(dataclasses.replace(pol.stages[0], keep=keep),))
+        stage: Any = pol.stages[0]
+        pol = dataclasses.replace(pol, stages=(dataclasses.replace(stage, keep=keep),))
     sim = ModelRun(pol)
     turns = [t for inv in session for t in inv.turns()]
     tags: list[list[int]] = []  # each turn's message tags

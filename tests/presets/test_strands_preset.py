@@ -275,9 +275,9 @@ def test_doctor_agrees_on_strands() -> None:
 
 
 def test_a_broken_strands_preset_or_adapter_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The sliding-window preset's limit one message under window_size (the model drops an
-    invocation Strands keeps; one over would be invisible: every invocation of the fixed session
-    has an even number of messages): the fixed session disagrees at its first trim; then, the presets
+    """The sliding-window preset's limit one message over window_size (the model keeps an
+    invocation Strands drops; the fixed session's odd invocations make one message show): the fixed
+    session disagrees at its first trim; then, the presets
     sound, a guard that never refuses (``on_refuse`` forced to ``defer``) lets the lossy sliding
     session through, the adapter check's disagreement."""
     from tailguard.pipeline import presets
@@ -285,12 +285,12 @@ def test_a_broken_strands_preset_or_adapter_is_a_disagreement(monkeypatch: pytes
     good = presets.find(SLIDING.name)
     assert good is not None
 
-    def one_fewer(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def one_more(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         top, stages = good.translate(values)
-        return top, [dict(stages[0], limit=stages[0]["limit"] - 1)]
+        return top, [dict(stages[0], limit=stages[0]["limit"] + 1)]
 
     with monkeypatch.context() as patch:
-        patch.setitem(presets._BY_NAME, good.name, dataclasses.replace(good, translate=one_fewer))
+        patch.setitem(presets._BY_NAME, good.name, dataclasses.replace(good, translate=one_more))
         code, entry = doctor_strands()
     d = entry["disagreement"]
     assert code == 1 and entry["status"] == "disagrees" and d["check"] == "preset", entry

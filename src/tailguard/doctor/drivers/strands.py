@@ -75,6 +75,7 @@ __all__ = [
     "build",
     "cases",
     "compare_sliding",
+    "compare_sliding_messages",
     "compare_summarizing",
     "context_tags",
     "expected_counts",
@@ -308,26 +309,36 @@ def of_messages(count: int) -> list[Step]:
     return [*(Step(20, result=15, stop=i == rounds - 1) for i in range(rounds))]
 
 
-def sliding_policy(shapes: Sequence[int], window_size: int, per_turn: bool | int = False, *, floor: int = 0,
+def sliding_policy(counts: Sequence[int], window_size: int, per_turn: bool | int = False, *, floor: int = 0,
                    limit: int | None = None) -> Policy:
+    """The sliding-window preset for invocations of ``counts`` messages."""
     return policy(SLIDING.name, f"window_size = {window_size}\nper_turn = {json.dumps(per_turn)}", floor=floor,
-                  mpt=(2, 2 + 2 * max(shapes, default=0)), limit=limit)
+                  mpt=(2, max(2, *counts)), limit=limit)
 
 
 def compare_sliding(shapes: Sequence[int], window_size: int, per_turn: bool | int = False, *,
                     limit: int | None = None) -> int:
-    """Drive ``shapes`` (tool rounds per invocation); returns how many invocations dropped something."""
+    """Drive ``shapes`` (tool rounds per invocation, each ending with an answer); returns how many
+    invocations dropped something."""
+    return compare_sliding_messages([2 + 2 * r for r in shapes], window_size, per_turn, limit=limit)
+
+
+def compare_sliding_messages(counts: Sequence[int], window_size: int, per_turn: bool | int = False, *,
+                             limit: int | None = None) -> int:
+    """Drive invocations of ``counts`` >= 2 messages each (:func:`of_messages`: an odd count ends
+    on a tool result); returns how many invocations dropped something."""
     sess = build(SlidingWindowConversationManager(window_size=window_size, per_turn=per_turn))
-    sim = ModelRun(sliding_policy(shapes, window_size, per_turn, limit=limit))
+    sim = ModelRun(sliding_policy(counts, window_size, per_turn, limit=limit))
     dropping = 0
-    for k, rounds in enumerate(shapes):
+    for k, count in enumerate(counts):
         before = set(sim.state.verbatim)
-        sess.invoke(12, invocation(rounds))
-        _, kinds = sim.append(Turn("tools", (1,) * (2 + 2 * rounds)))
+        sess.invoke(12, of_messages(count))
+        _, kinds = sim.append(Turn("tools", (1,) * count))
         raw, _ = context_tags(sess.agent.messages)
         kept = sorted(j for j, tags in enumerate(sess.invocations) if set(tags) <= set(raw))
         partial = [j for j, tags in enumerate(sess.invocations) if j not in kept and set(tags) & set(raw)]
-        where = f"invocation {k} (shapes {list(shapes)}, window_size {window_size}, per_turn {per_turn})"
+        where = (f"invocation {k} (messages per invocation {list(counts)}, window_size {window_size}, "
+                 f"per_turn {per_turn})")
         if partial:
             raise Mismatch(f"{where}: Strands split invocations {partial}", dropping + 1)
         if kept != sorted(sim.state.verbatim):
@@ -480,16 +491,16 @@ def long_session(n: int = 14) -> list[Invocation]:
 
 @dataclass(frozen=True)
 class SlidingCase:
-    """Tool rounds per invocation and the sliding window's knobs."""
+    """Messages per invocation (:func:`of_messages`) and the sliding window's knobs."""
 
-    shapes: tuple[int, ...]
+    counts: tuple[int, ...]
     window_size: int
     per_turn: bool | int = False
 
     def label(self, floor: int | None = None) -> str:
         where = f", floor {floor}" if floor is not None else ""
         return (f"sliding window (window_size={self.window_size}, per_turn={self.per_turn}){where}, "
-                f"{len(self.shapes)} invocations (tool rounds {list(self.shapes)})")
+                f"{len(self.counts)} invocations (messages {list(self.counts)})")
 
 
 @dataclass(frozen=True)
@@ -513,7 +524,7 @@ def random_sliding(rng: random.Random, max_invocations: int = 14) -> SlidingCase
     fits the window (``tool_pair_fallback`` aside)."""
     window_size = rng.randint(2, 12)
     most = min(3, (window_size - 2) // 2)
-    shapes = tuple(rng.randint(0, most) for _ in range(rng.randint(1, max_invocations)))
+    shapes = tuple(2 + 2 * rng.randint(0, most) for _ in range(rng.randint(1, max_invocations)))
     return SlidingCase(shapes, window_size, rng.choice((False, True, 2)))
 
 
@@ -546,23 +557,23 @@ def adapter_agrees_sliding(case: SlidingCase, floor: int, *, must_refuse: bool =
     at the invocation where the preset's model (at ``floor``) finds its first hole or floor
     finding, and allows every trim before it (all of them where the model finds none). Returns
     the trims it allowed."""
-    turns = [Turn("tools", (1,) * (2 + 2 * r)) for r in case.shapes]
-    found = model_first_finding(sliding_policy(case.shapes, case.window_size, case.per_turn, floor=floor), turns)
+    turns = [Turn("tools", (1,) * c) for c in case.counts]
+    found = model_first_finding(sliding_policy(case.counts, case.window_size, case.per_turn, floor=floor), turns)
     guard = GuardedConversationManager(SlidingWindowConversationManager(window_size=case.window_size,
                                                                         per_turn=case.per_turn),
                                        recovery_floor_span=floor, on_refuse="halt", log=io.StringIO())
     sess = build(guard)
     allowed, refused = 0, None
-    for k, rounds in enumerate(case.shapes):
+    for k, count in enumerate(case.counts):
         removed = guard.removed_message_count
         try:
-            sess.invoke(12, invocation(rounds))
+            sess.invoke(12, of_messages(count))
         except UnrecoverableCompactionError:
             refused = k
             break
         allowed += guard.removed_message_count > removed
     if must_refuse and refused is None:
-        raise Mismatch(f"the adapter refused none of the {len(case.shapes)} invocations ({allowed} trims ran) of "
+        raise Mismatch(f"the adapter refused none of the {len(case.counts)} invocations ({allowed} trims ran) of "
                        f"a session where the preset's model finds a hole at invocation {found}", allowed)
     if refused != found:
         raise Mismatch(f"the adapter refused invocation {refused}, the preset's model finds its first hole or "
@@ -597,16 +608,17 @@ def adapter_allows_summaries(case: SummarizingCase, *, must_summarize: bool = Fa
 
 # -- doctor's cases ----------------------------------------------------------------------------------
 
-#: 10 invocations of 0 to 3 tool rounds: window_size 8 trims after most of them (a hole each time)
-FIXED_SHAPES = (0, 1, 0, 2, 0, 0, 1, 0, 0, 3)
-FIXED_SLIDING = (SlidingCase(FIXED_SHAPES, 8), SlidingCase(FIXED_SHAPES, 8, per_turn=True))
+#: 10 invocations of 2 to 8 messages (odd: the last tool round ends the invocation): window_size 8
+#: trims after most of them (a hole each time); the odd counts make a limit one off either way show
+FIXED_COUNTS = (2, 4, 3, 6, 2, 5, 4, 2, 3, 8)
+FIXED_SLIDING = (SlidingCase(FIXED_COUNTS, 8), SlidingCase(FIXED_COUNTS, 8, per_turn=True))
 #: 14 invocations, summaries at prompts and at tool results, several rounds
 FIXED_SUMMARIZING = (SummarizingCase(tuple(long_session()), 1000, 8, 0.3),
                      SummarizingCase(tuple(long_session()), 1000, 10, 0.8))
 
 
 def compare_sliding_case(case: SlidingCase) -> int:
-    return compare_sliding(case.shapes, case.window_size, case.per_turn)
+    return compare_sliding_messages(case.counts, case.window_size, case.per_turn)
 
 
 def compare_summarizing_case(case: SummarizingCase) -> int:

@@ -43,6 +43,9 @@ FRAMEWORKS: tuple[Framework, ...] = (
               "semantic_kernel.ChatHistorySummarizationReducer"), "semantic-kernel", "semantic_kernel"),
     Framework("openhands", "openhands-sdk", ("openhands.CondenserPipeline",), "openhands", "openhands",
               note="Python >= 3.12 and its own venv (openai < 3): .venvs/py3.12-openhands"),
+    Framework("strands", "strands-agents", ("strands.SlidingWindowConversationManager",
+              "strands.SummarizingConversationManager"), "strands", "strands",
+              note="its own venv (watchdog < 7, google-adk needs >= 7): .venvs/py3.12-strands"),
 )
 
 

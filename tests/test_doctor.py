@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import importlib.util
 import json
 import subprocess
 import sys
@@ -141,7 +142,7 @@ def test_the_cli_and_the_runtime_import_no_framework() -> None:
     code = ("import sys, tailguard, tailguard.cli.doctor, tailguard.doctor.run, tailguard.doctor.harness\n"
             "bad = [m for m in ('langchain', 'langchain_core', 'agents', 'langmem', 'deepagents', 'pydantic_ai', "
             "'google.adk', 'openhands', 'autogen_core', 'autogen_agentchat', 'autogen_ext', 'semantic_kernel', "
-            "'llama_index') "
+            "'strands', 'llama_index') "
             "if m in sys.modules]\n"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -184,6 +185,19 @@ def test_a_named_framework_that_is_not_installed_is_exit_3(monkeypatch: pytest.M
     code, report, _ = doctor_json("--framework", "openhands")
     assert code == 3 and by_name(report)["openhands"]["status"] == "not-installed"
     assert by_name(report)["openhands"]["note"]  # where it lives instead
+
+
+def test_strands_outside_its_own_venv_is_not_installed_with_where_it_lives() -> None:
+    """Strands cannot share the frameworks venv (watchdog): there doctor reports it not installed,
+    naming its own venv, and the driver is never imported (tests/presets/test_strands_preset.py
+    runs doctor where it is installed)."""
+    if importlib.util.find_spec("strands") is not None:
+        pytest.skip("strands is installed here (its own venv)")
+    code, report, _ = doctor_json("--framework", "strands")
+    entry = by_name(report)["strands"]
+    assert code == 3 and entry["status"] == "not-installed" and ".venvs/py3.12-strands" in entry["note"], entry
+    code, report, _ = doctor_json("--quick", "--versions-only")
+    assert by_name(report)["strands"]["status"] == "not-installed"
 
 
 def test_nothing_installed_is_exit_0(monkeypatch: pytest.MonkeyPatch) -> None:

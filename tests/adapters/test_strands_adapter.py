@@ -1,4 +1,4 @@
-"""The Strands adapter on the real ``Agent`` (tests/presets/strands_driver.py: a scripted subclass
+"""The Strands adapter on the real ``Agent`` (tailguard.doctor.drivers.strands: a scripted subclass
 of Strands' ``Model``): decide before anything leaves ``agent.messages``, spill byte-exact or
 halt, state in the conversation manager's own (``FileSessionManager``), restart, adoption.
 
@@ -28,9 +28,9 @@ from strands.types.exceptions import ContextWindowOverflowException
 
 from tailguard.adapters.strands import GuardedConversationManager, messages_from_spill
 from tailguard.base.errors import AdapterError, UnrecoverableCompactionError
+from tailguard.doctor.drivers import strands as sd
+from tailguard.doctor.drivers.strands import Step
 from tailguard.spill import FileSpillStore
-from tests.presets import strands_driver as sd
-from tests.presets.strands_driver import Step
 
 SESSION = [[1, 0, 2], [0], [1, 1], [0, 0, 3], [2], [0]]  # tool rounds per invocation, per agent call
 

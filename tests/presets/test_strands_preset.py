@@ -1,21 +1,11 @@
 """Differential test of the Strands presets against strands-agents.
 
-Strands runs as installed (tests/presets/strands_driver.py): the real ``Agent`` with its tool loop
-and the real ``SlidingWindowConversationManager`` / ``SummarizingConversationManager``, on a
-scripted subclass of Strands' ``Model`` (Strands ships no test model). Every message carries a
-tag ``[m<i>]``. The preset's model is stepped turn by turn beside it and compared:
-
-- sliding window: a turn is an invocation; after each one, the invocations still in
-  ``agent.messages`` must be exactly the model's verbatim turns, and a turn the model drops is a
-  hole exactly when Strands dropped its messages (``per_turn`` too: the same state after each
-  invocation);
-- summarizing: a turn is a message or a tool call with its result; at every model request the
-  harness knows which summary calls Strands made before it (the provider overflowed); the model
-  must compact at the same turn, every message Strands summarized must have been shown whole
-  (the previous summary first), Strands' count must follow ``summary_ratio`` as the declared
-  difference says, and the model then continues from Strands' state.
-
-Then the marker oracle: a tag no later context or summary holds is lost.
+The comparison is :mod:`tailguard.doctor.drivers.strands` (which ``tailguard doctor`` runs too):
+the real ``Agent`` with its tool loop and the real ``SlidingWindowConversationManager`` /
+``SummarizingConversationManager``, on a scripted subclass of Strands' ``Model`` (Strands ships no
+test model), the preset's model stepped beside it and the marker oracle (the driver's docstring
+says what is compared). Here: Hypothesis's sessions, the harness's own checks (a wrong
+translation is caught), check-config's verdicts replayed on Strands, and doctor in this venv.
 """
 
 from __future__ import annotations
@@ -25,7 +15,6 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,20 +31,25 @@ if os.environ.get("TAILGUARD_REQUIRE_STRANDS") != "1":
 from hypothesis import HealthCheck, given, settings, strategies as st
 from strands.agent.conversation_manager import SlidingWindowConversationManager, SummarizingConversationManager
 
-from tailguard.pipeline.policy import Policy, parse_policy
+from tailguard.doctor.drivers import strands as sd
+from tailguard.doctor.drivers.strands import (
+    SUMMARY_SYSTEM,
+    Invocation,
+    Step,
+    compare_sliding,
+    compare_summarizing,
+    invocation,
+    long_session,
+    of_messages,
+    policy,
+)
+from tailguard.doctor.harness import Mismatch
 from tailguard.pipeline.presets.strands import SLIDING, SUMMARIZING
-from tests.presets import strands_driver as sd
-from tests.presets.strands_driver import Step
 
 EXAMPLES = 20
 SLOW_EXAMPLES = 150
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SUMMARY_SYSTEM = "Summarize."  # a short system prompt, so the summary call's size is the messages'
-
-
-class Mismatch(AssertionError):
-    pass
 
 
 def test_the_installed_version_is_the_validated_one() -> None:
@@ -65,60 +59,7 @@ def test_the_installed_version_is_the_validated_one() -> None:
     assert SLIDING.validated_on == SUMMARIZING.validated_on
 
 
-def policy(name: str, knobs: str, *, floor: int = 0, mpt: tuple[int, int] = (2, 8), max_tokens: int = 400,
-           limit: int | None = None) -> Policy:
-    text = (f'name = "differential"\nturn_tokens = [1, {max_tokens}]\nmessages_per_turn = [{mpt[0]}, {mpt[1]}]\n'
-            f'floor = {floor}\nfloor_unit = "messages"\n[framework]\nname = "{name}"\n{knobs}\n')
-    out = parse_policy(text, "differential.toml")
-    if limit is not None:  # a deliberately wrong translation
-        out = dataclasses.replace(out, stages=(dataclasses.replace(out.stages[0], limit=limit),))
-    return out
-
-
 # -- the sliding window: a turn is an invocation ------------------------------------------------------
-
-
-def invocation(rounds: int) -> list[Step]:
-    return [*(Step(20, result=15) for _ in range(rounds)), Step(12)]
-
-
-def of_messages(count: int) -> list[Step]:
-    """An invocation of ``count`` >= 2 messages: tool rounds and an answer, or (odd) tool rounds
-    the last of which ends the invocation (a tool calling ``agent.cancel(after_current_tools=True)``)."""
-    if count % 2 == 0:
-        return invocation((count - 2) // 2)
-    rounds = (count - 1) // 2
-    return [*(Step(20, result=15, stop=i == rounds - 1) for i in range(rounds))]
-
-
-def compare_sliding(shapes: Sequence[int], window_size: int, per_turn: bool | int = False, *,
-                    limit: int | None = None) -> int:
-    """Drive ``shapes`` (tool rounds per invocation); returns how many invocations dropped something."""
-    sess = sd.build(SlidingWindowConversationManager(window_size=window_size, per_turn=per_turn))
-    sim = ModelRun(policy(SLIDING.name, f"window_size = {window_size}\nper_turn = {json.dumps(per_turn)}",
-                          mpt=(2, 2 + 2 * max(shapes)), limit=limit))
-    dropping = 0
-    for k, rounds in enumerate(shapes):
-        before = set(sim.state.verbatim)
-        sess.invoke(12, invocation(rounds))
-        _, kinds = sim.append(Turn("tools", (1,) * (2 + 2 * rounds)))
-        raw, _ = sd.context_tags(sess.agent.messages)
-        kept = sorted(j for j, tags in enumerate(sess.invocations) if set(tags) <= set(raw))
-        partial = [j for j, tags in enumerate(sess.invocations) if j not in kept and set(tags) & set(raw)]
-        where = f"invocation {k} (shapes {list(shapes)}, window_size {window_size}, per_turn {per_turn})"
-        if partial:
-            raise Mismatch(f"{where}: Strands split invocations {partial}")
-        if kept != sorted(sim.state.verbatim):
-            raise Mismatch(f"{where}: Strands kept invocations {kept}, the model {sorted(sim.state.verbatim)}")
-        dropped = before | {k} != set(kept)
-        if dropped != any(x.startswith("hole:") for x in kinds):
-            raise Mismatch(f"{where}: Strands dropped {sorted(before | {k} - set(kept))}, the model's findings {kinds}")
-        dropping += dropped
-    gone = sd.lost(sess.sent, sess.agent.messages, sess.model.prompts)
-    expected = {t for j, tags in enumerate(sess.invocations) if j not in sim.state.verbatim for t in tags}
-    if gone != expected:
-        raise Mismatch(f"markers lost on Strands {sorted(gone)}, the model's holes hold {sorted(expected)}")
-    return dropping
 
 
 @st.composite
@@ -168,113 +109,6 @@ def test_an_invocation_over_the_window_is_cut_at_a_tool_pair() -> None:
 # -- the summarizer: a turn is a message, or a tool call with its result --------------------------------
 
 
-@dataclasses.dataclass
-class Invocation:
-    prompt: int
-    rounds: list[tuple[int, int]]  # (call size, result size)
-    answer: int
-
-    def turns(self) -> list[Turn]:
-        return [Turn("human", (self.prompt,)), *(Turn("tools", r) for r in self.rounds), Turn("ai", (self.answer,))]
-
-
-def expected_counts(sizes: list[int], summary: bool, ratio: float, preserve: int, rounds: int) -> list[int]:
-    """``summary_ratio`` as declared: the messages each of ``rounds`` summaries takes from a context
-    of turns of ``sizes`` messages (the previous summary first), the cut moved past a tool result."""
-    out: list[int] = []
-    turns = ([1] if summary else []) + sizes
-    for _ in range(rounds):
-        n = sum(turns)
-        count = min(max(1, int(n * ratio)), n - preserve)
-        at, i = 0, 0
-        while at < count:
-            at += turns[i]
-            i += 1
-        out.append(at)
-        turns = [1, *turns[i:]]
-    return out
-
-
-def compare_summarizing(session: Sequence[Invocation], window: int, preserve: int, ratio: float,
-                        *, keep: int | None = None) -> int:
-    """Drive ``session``; returns the number of the model's compactions compared."""
-    manager = SummarizingConversationManager(summary_ratio=ratio, preserve_recent_messages=preserve,
-                                             summarization_system_prompt=SUMMARY_SYSTEM)
-    sess = sd.build(manager, window=window, summary_tokens=30)
-    summary_at: list[int] = []  # the agent request before which each summary was made
-    original = sess.model.stream
-
-    async def recording(messages: Any, *args: Any, **kwargs: Any) -> Any:
-        if messages and messages[-1]["content"][0].get("text") == sd.SUMMARY_PROMPT:
-            summary_at.append(len(sess.model.requests))
-        async for event in original(messages, *args, **kwargs):
-            yield event
-
-    sess.model.stream = recording  # type: ignore[method-assign]
-    for inv in session:
-        sess.invoke(inv.prompt, [*(Step(c, result=r) for c, r in inv.rounds), Step(inv.answer)])
-    text = sess.agent.messages and json.dumps(sess.agent.messages)
-    assert "[truncated:" not in str(text), "a text block was truncated: choose a larger window"
-    knobs = (f"summary_ratio = {ratio}\npreserve_recent_messages = {preserve}\nwindow = {window}\n"
-             "summary_tokens = 30")
-    pol = policy(SUMMARIZING.name, knobs, mpt=(1, 2), max_tokens=200)
-    if keep is not None:
-        pol = dataclasses.replace(pol, stages=(dataclasses.replace(pol.stages[0], keep=keep),))
-    sim = ModelRun(pol)
-    turns = [t for inv in session for t in inv.turns()]
-    tags: list[list[int]] = []  # each turn's message tags
-    at = 0
-    for t in turns:
-        tags.append(list(range(at, at + t.messages)))
-        at += t.messages
-    request = 0
-    covered: set[int] = set()
-    compared = 0
-    for i, turn in enumerate(turns):
-        had_summary = sim.state.summary
-        before = [*sim.state.verbatim, i]
-        sizes = [turns[j].messages for j in before]
-        predicted, kinds = sim.append(turn)
-        where = f"turn {i} ({turn.kind})"
-        if turn.kind == "ai":  # no model call follows an answer: before_model_calls, as declared
-            if predicted is not None:
-                sim.undo(turn)
-            continue
-        rounds = [k for k, r in enumerate(summary_at) if r == request]
-        real_request = sess.model.requests[request]
-        request += 1
-        if not rounds:
-            if predicted is not None:
-                raise Mismatch(f"{where}: the model compacted {predicted.deleted}, Strands did not")
-            continue
-        if predicted is None:
-            raise Mismatch(f"{where}: Strands summarized {len(rounds)} time(s), the model did not ({kinds})")
-        kept = [j for j in before if set(tags[j]) <= set(real_request)]
-        deleted = [j for j in before if j not in kept]
-        if any(set(tags[j]) & set(real_request) for j in deleted):
-            raise Mismatch(f"{where}: Strands split a turn")
-        shown = {t for k in rounds for t in sess.model.prompts[k] if t >= 0}
-        if shown != {t for j in deleted for t in tags[j]}:
-            raise Mismatch(f"{where}: Strands deleted {deleted} but showed tags {sorted(shown)}")
-        firsts = [sess.model.prompts[k] for k in rounds]
-        if (had_summary or len(rounds) > 1) and not all(p and p[-1] < 0 for p in firsts[1:] if p):
-            raise Mismatch(f"{where}: a later round did not show the previous summary")
-        counts = [len(sess.model.shown[k]) for k in rounds]
-        if counts != expected_counts(sizes, had_summary, ratio, preserve, len(rounds)):
-            raise Mismatch(f"{where}: Strands summarized {counts} messages per round, summary_ratio says "
-                           f"{expected_counts(sizes, had_summary, ratio, preserve, len(rounds))}")
-        if not set(deleted) <= set(predicted.deleted) or set(predicted.shown) != set(predicted.deleted):
-            raise Mismatch(f"{where}: Strands deleted {deleted}, the model {predicted.deleted} (shown "
-                           f"{predicted.shown}); the model may only summarize more (summary_ratio)")
-        covered |= set(deleted)
-        sim.resync(kept, covered)
-        compared += 1
-    gone = sd.lost(sess.sent, sess.agent.messages, sess.model.prompts)
-    if gone:
-        raise Mismatch(f"markers lost on Strands where every summarized message was shown: {sorted(gone)}")
-    return compared
-
-
 @st.composite
 def summarizing_cases(draw: st.DrawFn, max_invocations: int = 20) -> tuple[list[Invocation], int, int, float]:
     size = st.integers(20, 60)
@@ -322,15 +156,11 @@ def test_a_stuck_summary_round_is_refused_by_name() -> None:
     sess = sd.build(manager, window=800)
     with pytest.raises(Exception, match="only the previous summary is old enough"):
         for inv in session:
-            sess.invoke(inv.prompt, [*(Step(c, result=r) for c, r in inv.rounds), Step(inv.answer)])
+            sess.invoke(inv.prompt, inv.steps())
     knobs = "summary_ratio = 0.1\npreserve_recent_messages = 8\nwindow = 800\nsummary_tokens = 30"
     with pytest.raises(Exception, match="only the previous summary"):
         policy(SUMMARIZING.name, knobs, mpt=(1, 2), max_tokens=60)
     policy(SUMMARIZING.name, knobs.replace("800", "1200"), mpt=(1, 2), max_tokens=60)  # 18 * 60 + 30 fits
-
-
-def long_session(n: int = 14) -> list[Invocation]:
-    return [Invocation(50, [(40, 55)] * (k % 3), 45) for k in range(n)]
 
 
 def test_the_summarizing_harness_compares_real_summaries() -> None:
@@ -422,3 +252,55 @@ def test_knobs_are_checked_as_strands_checks_them() -> None:
         policy(SUMMARIZING.name, "", mpt=(1, 2))
     with pytest.raises(Exception, match="messages_per_turn"):
         policy(SLIDING.name, "", mpt=(1, 4))
+
+
+# -- tailguard doctor in this venv ------------------------------------------------------------------------
+
+
+def doctor_strands() -> tuple[int, dict[str, Any]]:
+    from tailguard.cli.main import main
+
+    out = io.StringIO()
+    code = main(["doctor", "--framework", "strands", "--quick", "--json"], stdout=out, stderr=io.StringIO())
+    entry: dict[str, Any] = json.loads(out.getvalue())["frameworks"][0]
+    return code, entry
+
+
+def test_doctor_agrees_on_strands() -> None:
+    """``tailguard doctor`` in Strands' own venv: the validated version, and Strands agrees with
+    both presets and the adapter (tailguard.doctor.drivers.strands)."""
+    code, entry = doctor_strands()
+    assert code == 0 and entry["status"] == "ok", entry
+    assert entry["compactions"] > 0 and entry["adapter_runs"] == 3, entry  # not vacuous
+
+
+def test_a_broken_strands_preset_or_adapter_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sliding-window preset's limit one message over window_size (the model keeps an
+    invocation Strands drops; the fixed session's odd invocations make one message show): the fixed
+    session disagrees at its first trim; then, the presets
+    sound, a guard that never refuses (``on_refuse`` forced to ``defer``) lets the lossy sliding
+    session through, the adapter check's disagreement."""
+    from tailguard.pipeline import presets
+
+    good = presets.find(SLIDING.name)
+    assert good is not None
+
+    def one_more(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        top, stages = good.translate(values)
+        return top, [dict(stages[0], limit=stages[0]["limit"] + 1)]
+
+    with monkeypatch.context() as patch:
+        patch.setitem(presets._BY_NAME, good.name, dataclasses.replace(good, translate=one_more))
+        code, entry = doctor_strands()
+    d = entry["disagreement"]
+    assert code == 1 and entry["status"] == "disagrees" and d["check"] == "preset", entry
+    assert (d["case"], d["compaction"]) == (1, 1) and "Strands kept invocations" in d["what"], d
+
+    class Lenient(sd.GuardedConversationManager):  # type: ignore[misc,name-defined]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "on_refuse": "defer"})
+
+    monkeypatch.setattr(sd, "GuardedConversationManager", Lenient)
+    code, entry = doctor_strands()
+    d = entry["disagreement"]
+    assert code == 1 and d["check"] == "adapter" and "the adapter refused none of the 10 invocations" in d["what"], d

@@ -45,6 +45,9 @@ FRAMEWORKS: tuple[Framework, ...] = (
               "llamaindex", "llamaindex"),
     Framework("openhands", "openhands-sdk", ("openhands.CondenserPipeline",), "openhands", "openhands",
               note="Python >= 3.12 and its own venv (openai < 3): .venvs/py3.12-openhands"),
+    Framework("strands", "strands-agents", ("strands.SlidingWindowConversationManager",
+              "strands.SummarizingConversationManager"), "strands", "strands",
+              note="its own venv (watchdog < 7, google-adk needs >= 7): .venvs/py3.12-strands"),
 )
 
 

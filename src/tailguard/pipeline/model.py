@@ -387,6 +387,34 @@ def _clip_args(
     return [hole]
 
 
+def compact_tail(policy: Policy, state: State, stage: Compact) -> int:
+    """How many of the newest unpinned verbatim turns a compaction of ``stage`` keeps: the
+    newest whole turns within ``keep``; with ``cut = "messages"`` (LangChain's cut at a message,
+    moved back to the start of its turn) also the turn holding the oldest of the newest
+    ``keep`` messages (a ``messages`` keep), and always the newest turn (a ``tokens`` keep:
+    the newest message stays whatever its size).
+
+    >>> p = Policy("p", 1, 9, 0, "tokens")
+    >>> s = State(sizes=[5, 5, 5], verbatim=[0, 1, 2], messages=[3, 3, 1])
+    >>> compact_tail(p, s, Compact("tokens", 1, "messages", 2, 0)), \\
+    ...     compact_tail(p, s, Compact("tokens", 1, "messages", 2, 0, cut="messages"))
+    (1, 2)
+    >>> compact_tail(p, s, Compact("tokens", 1, "tokens", 4, 0, cut="messages"))
+    1
+    """
+    keep_sizes = state.units(stage.keep_unit, state.verbatim)
+    if stage.keep_unit == "turns":
+        return min(stage.keep, len(keep_sizes))
+    tail = newest_fitting(keep_sizes, stage.keep)
+    if stage.cut == "messages" and tail < len(keep_sizes):
+        if stage.keep_unit == "messages":
+            if sum(keep_sizes[len(keep_sizes) - tail :]) < stage.keep:
+                tail += 1  # the cut lands inside the next older turn: it moves to its start
+        elif tail == 0:
+            tail = 1
+    return tail
+
+
 def _compact(
     policy: Policy,
     state: State,
@@ -401,12 +429,11 @@ def _compact(
     if not any(all(state.occupancy(policy, unit) >= threshold for unit, threshold in clause)
                for clause in stage.clauses):
         return []
-    keep_sizes = state.units(stage.keep_unit, state.verbatim)
-    tail = min(stage.keep, len(keep_sizes)) if stage.keep_unit == "turns" else \
-        newest_fitting(keep_sizes, stage.keep)
+    tail = compact_tail(policy, state, stage)
     candidates = state.verbatim[: len(state.verbatim) - tail]
     earlier = stage.summary == "message" and state.summary  # the oldest candidate
-    if not candidates and not earlier:
+    within = stage.cut == "messages" and state.occupancy(policy, stage.keep_unit) <= stage.keep
+    if (not candidates and not earlier) or within:
         if events is not None:  # triggered, nothing to summarize: still an attempt
             events.append(Event("attempt", (state.verbatim[0] if state.verbatim else number,)))
         return []
@@ -416,14 +443,15 @@ def _compact(
     spilled = spill is not None and not spill_fails
     found: list[Finding] = []
     seen, summary_seen = candidates, True
-    if stage.input_limit > 0:
+    limit = stage.limit_for(state.summary)
+    if limit > 0:
         unit = stage.input_limit_unit
         cand_sizes = state.units(unit, candidates)
-        fit = newest_fitting(cand_sizes, stage.input_limit)
+        fit = newest_fitting(cand_sizes, limit)
         seen = candidates[len(candidates) - fit :]
         if earlier:
             own = 1 if unit == "messages" else state.summary_tokens
-            summary_seen = fit == len(candidates) and sum(cand_sizes) + own <= stage.input_limit
+            summary_seen = fit == len(candidates) and sum(cand_sizes) + own <= limit
     # candidates are in the context, so none was spilled before: this write is their only one
     unseen = [] if spilled else candidates[: len(candidates) - len(seen)]
     if unseen:

@@ -112,6 +112,7 @@ def compact_stage(values: Values) -> dict[str, Any]:
         "summary_tokens": values["summary_tokens"],
         "summary": "message",  # the earlier summary is the oldest candidate, trimmed first
         "input": "candidates",
+        "cut": "messages",  # _determine_cutoff_index: a message-level cut, moved to its turn's start
     })
     if values["trim_tokens_to_summarize"] is not None:
         stage.update(input_limit=values["trim_tokens_to_summarize"], input_limit_unit="tokens", clip=True)

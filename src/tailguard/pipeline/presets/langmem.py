@@ -49,6 +49,7 @@ def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "summary": "separate",  # shown whole to the next summarization
         "input": "candidates",
         "input_limit": values["max_tokens"] - values["max_summary_tokens"],
+        "first_input_limit": values["max_tokens"],  # no running summary yet: the whole budget
         "input_limit_unit": "tokens",
         "clip": True,
     }

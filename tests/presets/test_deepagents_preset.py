@@ -113,7 +113,7 @@ def run(session: list[Turn], k: dict[str, Any]) -> int:
                 real.spilled = spilled
                 assert state.get(SUMMARIZATION_SESSION_ID_KEY)
             predicted, kinds = sim.append(turn, spill_fails=fails)
-            outcome = compare(real, predicted, kinds, index + 1)
+            outcome = compare(real, predicted, kinds, index + 1, [t.messages for t in session])
             if real is not None and predicted is not None and outcome == "same":
                 assert real.spilled == predicted.spilled, \
                     f"append {index + 1}: offloaded {real.spilled}, the model spilled {predicted.spilled}"
@@ -124,8 +124,6 @@ def run(session: list[Turn], k: dict[str, Any]) -> int:
                 offloaded_turns |= set(real.spilled)
             if outcome == "diverged" and real is not None:  # tail_rounds_up, as declared
                 sim.resync(real.kept, covered, offloaded_turns)
-            elif outcome == "skipped":
-                sim.undo(turn)
     return compared
 
 

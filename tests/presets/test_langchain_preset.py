@@ -101,14 +101,12 @@ def run_with_policy(session: list[Turn], k: dict[str, Any], policy_k: dict[str, 
             real = observe(messages, out[1:], prompt)
             messages = list(out[1:])
         predicted, kinds = sim.append(turn)
-        outcome = compare(real, predicted, kinds, index + 1)
+        outcome = compare(real, predicted, kinds, index + 1, [t.messages for t in session])
         if real is not None:
             compared += 1
             covered = covers(covered, real)
         if outcome == "diverged" and real is not None:  # tail_rounds_up, as declared
             sim.resync(real.kept, covered)
-        elif outcome == "skipped":
-            sim.undo(turn)
     return compared, len(session)
 
 

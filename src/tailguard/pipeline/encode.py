@@ -314,7 +314,8 @@ def encode_step(
         triggered = z3.Or(*(z3.And(*(occupancy(policy, cur, unit) >= threshold for unit, threshold in clause))
                             for clause in stage.clauses))
         if stage.cut == "messages":  # nothing happens while the whole context is within keep
-            some = z3.And(some, occupancy(policy, cur, stage.keep_unit) > stage.keep)
+            base = policy.base_tokens if stage.keep_unit == "tokens" else 0  # the messages alone
+            some = z3.And(some, occupancy(policy, cur, stage.keep_unit) - base > stage.keep)
         fire = z3.And(triggered, some)
         floor_unit = policy.floor_unit
         loss = floor_lost(kt, tail.get(floor_unit, kt), policy.floor, floor_unit)

@@ -432,7 +432,8 @@ def _compact(
     tail = compact_tail(policy, state, stage)
     candidates = state.verbatim[: len(state.verbatim) - tail]
     earlier = stage.summary == "message" and state.summary  # the oldest candidate
-    within = stage.cut == "messages" and state.occupancy(policy, stage.keep_unit) <= stage.keep
+    within = stage.cut == "messages" and state.occupancy(policy, stage.keep_unit) - \
+        (policy.base_tokens if stage.keep_unit == "tokens" else 0) <= stage.keep  # the messages alone
     if (not candidates and not earlier) or within:
         if events is not None:  # triggered, nothing to summarize: still an attempt
             events.append(Event("attempt", (state.verbatim[0] if state.verbatim else number,)))

@@ -142,3 +142,47 @@ def test_langchain_trim_boundary_is_the_real_one() -> None:
         losses = run("langchain.", policy, {"trigger": ["tokens", 100000], "keep": ["tokens", 3000],
                                             "trim_tokens_to_summarize": trim}, sizes, [1] * 14)
         assert losses[-1].holes == lost and not any(losses[:-1]), (trim, losses)
+
+
+def random_policy(seed: int) -> str:
+    """A small random LangChain or langmem policy (even seeds LangChain)."""
+    rng = random.Random(seed)
+    hi = rng.randint(40, 400)
+    mhi = rng.randint(1, 3)
+    floor = rng.choice((0, 0, rng.randint(1, 6)))
+    head = (f'name = "random-{seed}"\nturn_tokens = [{rng.randint(1, 20)}, {hi}]\n'
+            f'messages_per_turn = [1, {mhi}]\nfloor = {floor}\n'
+            f'floor_unit = "{rng.choice(("messages", "turns", "tokens"))}"\n\n[framework]\n')
+    if seed % 2 == 0:
+        trigger = rng.choice((f'["tokens", {rng.randint(300, 3000)}]', f'["messages", {rng.randint(4, 30)}]'))
+        keep = rng.choice((f'["tokens", {rng.randint(30, 600)}]', f'["messages", {rng.randint(1, 10)}]'))
+        trim = rng.choice(("false", str(rng.randint(100, 3000))))
+        return head + (f'name = "langchain.SummarizationMiddleware"\ntrigger = {trigger}\nkeep = {keep}\n'
+                       f'trim_tokens_to_summarize = {trim}\nsummary_tokens = {rng.randint(20, 200)}\n')
+    max_tokens = rng.randint(300, 3000)
+    before = rng.choice(("false", str(rng.randint(100, max_tokens))))
+    return head + (f'name = "langmem.summarize_messages"\nmax_tokens = {max_tokens}\n'
+                   f'max_summary_tokens = {rng.randint(20, min(300, max_tokens - 1))}\n'
+                   f'max_tokens_before_summary = {before}\n')
+
+
+def check_random(seed: int) -> str:
+    text = random_policy(seed)
+    policy = parse_policy(text, f"random-{seed}.toml")
+    got = decide(policy, Budget.of(20))
+    if got.verdict == "unsafe":
+        check_unsafe(text, policy, got)
+    elif got.verdict == "safe":
+        check_safe(text, policy, seed, count=4, length=60)
+    return got.verdict
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_policies_verdicts_reproduce_on_the_real_package(seed: int) -> None:
+    check_random(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(8, 108))
+def test_random_policies_verdicts_reproduce_on_the_real_package_long(seed: int) -> None:
+    check_random(seed)

@@ -9,8 +9,9 @@ others none (so LangChain's message-level cut and trim keep or drop a turn whole
 does: a tool turn whose newest messages fit the rest of a tokens ``keep`` is the declared
 ``tail_rounds_up``). The token counter is the tests' own knob: a message
 counts the size the session gave it (by id), a summary message ``summary_tokens`` (LangChain)
-or its reply's length (langmem). Contents are unique tags with no newline, so
-``trim_messages(allow_partial=True)`` never keeps part of a message. The marker oracle: a
+or its reply's length (langmem). Contents are unique tags, the message holding a turn's tokens followed by one line per token,
+so ``trim_messages(allow_partial=True)`` keeps its newest lines when some budget is left (a
+turn shown in part is not shown). The marker oracle: a
 turn is shown when every one of its messages is whole in the summarizer's prompt; a turn is
 lost when a compaction deletes it unshown, or deletes an earlier summary (not shown whole)
 that held it.
@@ -34,18 +35,51 @@ def messages_of(index: int, tokens: int, count: int) -> tuple[list[BaseMessage],
     """Turn ``index``: its messages and the tokens of each (by id)."""
     ids = [f"t{index}m{k}" for k in range(count)]
     sizes = {**{i: 0 for i in ids[:-1]}, ids[-1]: tokens}
+    out = _messages(index, ids)
+    out[-1].content = f"[{ids[-1]}]" + "\n" + "x\n" * (tokens - 1)  # a partial keeps its last lines
+    return out, sizes
+
+
+def _messages(index: int, ids: list[str]) -> list[BaseMessage]:
+    count = len(ids)
     if count == 1:
-        return [HumanMessage(content=f"[{ids[0]}]", id=ids[0])], sizes
+        return [HumanMessage(content=f"[{ids[0]}]", id=ids[0])]
     out: list[BaseMessage] = []
     if index == 0:  # the conversation opens with the user's message (declared: start_on_human)
         out.append(HumanMessage(content=f"[{ids[0]}]", id=ids[0]))
         ids = ids[1:]
         if len(ids) == 1:
-            return [*out, AIMessage(content=f"[{ids[0]}]", id=ids[0])], sizes
+            return [*out, AIMessage(content=f"[{ids[0]}]", id=ids[0])]
     calls = [{"name": "lookup", "args": {}, "id": f"c{index}_{k}", "type": "tool_call"} for k in range(1, len(ids))]
     out.append(AIMessage(content=f"[{ids[0]}]", id=ids[0], tool_calls=calls))
     out += [ToolMessage(content=f"[{ids[k]}]", id=ids[k], tool_call_id=f"c{index}_{k}") for k in range(1, len(ids))]
-    return out, sizes
+    return out
+
+
+class Tokens:
+    """The token counter the tests pass: a session's message counts the size the session gave
+    it, a part of one (``allow_partial``) the lines it kept, a LangChain summary
+    ``summary_tokens``, anything else (langmem's running summary) its length."""
+
+    def __init__(self, summary_tokens: int | None) -> None:
+        self.summary_tokens = summary_tokens
+        self.sizes: dict[str, int] = {}
+        self.texts: dict[str, str] = {}
+
+    def add(self, messages: Sequence[BaseMessage], sizes: dict[str, int]) -> None:
+        self.sizes.update(sizes)
+        self.texts.update({str(m.id): str(m.content) for m in messages})
+
+    def one(self, m: BaseMessage) -> int:
+        text = str(m.content)
+        if str(m.id) in self.sizes:
+            return self.sizes[str(m.id)] if text == self.texts[str(m.id)] else text.count("\n")
+        if self.summary_tokens is not None and is_summary(m):
+            return self.summary_tokens
+        return len(text)
+
+    def count(self, messages: Sequence[BaseMessage], **_: Any) -> int:
+        return sum(self.one(m) for m in messages)
 
 
 @dataclass
@@ -90,10 +124,8 @@ def langchain_run(policy: Policy, knobs: dict[str, Any], sizes: Sequence[int],
     from langchain.agents.middleware.summarization import SummarizationMiddleware
 
     summary_tokens = int(knobs.get("summary_tokens", 1000))
-    tokens: dict[str, int] = {}
-
-    def count(messages: Sequence[BaseMessage], **_: Any) -> int:
-        return sum(summary_tokens if is_summary(m) else tokens[str(m.id)] for m in messages)
+    tokens = Tokens(summary_tokens)
+    count = tokens.count
 
     model = RecordingFake(messages=(AIMessage(content=f"S{k}") for k in itertools.count()), calls=[])
     window = knobs.get("window")
@@ -108,7 +140,7 @@ def langchain_run(policy: Policy, knobs: dict[str, Any], sizes: Sequence[int],
     seen_sizes: list[int] = []
     for index, (size, n) in enumerate(zip(sizes, counts, strict=True)):
         new, own = messages_of(index, size, n)
-        tokens.update(own)
+        tokens.add(new, own)
         seen_sizes.append(size)
         context = [*context, *new]
         calls = len(model.calls)
@@ -141,10 +173,8 @@ def langmem_run(policy: Policy, knobs: dict[str, Any], sizes: Sequence[int],
     max_tokens = int(knobs["max_tokens"])
     reply = int(knobs.get("max_summary_tokens", 256))
     before = knobs.get("max_tokens_before_summary")
-    tokens: dict[str, int] = {}
-
-    def count(messages: Sequence[BaseMessage], **_: Any) -> int:
-        return sum(tokens.get(str(m.id), len(str(m.content))) for m in messages)
+    tokens = Tokens(None)
+    count = tokens.count
 
     model = RecordingFake(messages=(AIMessage(content=f"S{k}".ljust(reply, "s")[:reply])
                                     for k in itertools.count()), calls=[])
@@ -153,7 +183,7 @@ def langmem_run(policy: Policy, knobs: dict[str, Any], sizes: Sequence[int],
     seen_sizes: list[int] = []
     for index, (size, n) in enumerate(zip(sizes, counts, strict=True)):
         new, own = messages_of(index, size, n)
-        tokens.update(own)
+        tokens.add(new, own)
         seen_sizes.append(size)
         messages = [*messages, *new]
         calls = len(model.calls)

@@ -2,19 +2,19 @@
 ``summarize_messages`` and say what it lost (brief 6d: "every printed counterexample
 reproduces").
 
-A session is the model's: turn sizes in tokens and message counts. A turn of one message is a
-``HumanMessage``, a turn of more an ``AIMessage`` with tool calls and its ``ToolMessage``
-results (the first turn opens with the user's ``HumanMessage``, as ``create_agent``'s input does); the newest message of a turn holds all its tokens, the
-others none (so LangChain's message-level cut and trim keep or drop a turn whole, as the model
-does: a tool turn whose newest messages fit the rest of a tokens ``keep`` is the declared
-``tail_rounds_up``). The token counter is the tests' own knob: a message
-counts the size the session gave it (by id), a summary message ``summary_tokens`` (LangChain)
-or its reply's length (langmem). Contents are unique tags, the message holding a turn's tokens followed by one line per token,
-so ``trim_messages(allow_partial=True)`` keeps its newest lines when some budget is left (a
-turn shown in part is not shown). The marker oracle: a
-turn is shown when every one of its messages is whole in the summarizer's prompt; a turn is
-lost when a compaction deletes it unshown, or deletes an earlier summary (not shown whole)
-that held it.
+A session is the model's: turn sizes in tokens and message counts. A turn of one message is
+a ``HumanMessage``, a turn of more an ``AIMessage`` with tool calls and its ``ToolMessage``
+results (the first turn opens with the user's ``HumanMessage``, as ``create_agent``'s input
+does). The newest message of a turn holds all its tokens, the others none, so LangChain's
+message-level cut and trim keep or drop a turn whole, as the model does (a tool turn whose
+newest messages fit the rest of a tokens ``keep`` is the declared ``tail_rounds_up``). The
+token counter is the tests' own knob: a message counts the size the session gave it, a part
+of one the lines it kept, a summary message ``summary_tokens`` (LangChain) or its length
+(langmem). Contents are unique tags, the message holding a turn's tokens followed by one line
+per token, so ``trim_messages(allow_partial=True)`` keeps its newest lines when some budget is
+left (a turn shown in part is not shown). The marker oracle: a turn is shown when every one
+of its messages is whole in the summarizer's prompt; a turn is lost when a compaction deletes
+it unshown, or deletes an earlier summary (not shown whole) that held it.
 """
 
 from __future__ import annotations

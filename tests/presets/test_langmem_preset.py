@@ -70,7 +70,6 @@ def run(session: list[Turn], k: dict[str, Any], wrong_keep: int = 0) -> int:
     messages: list[BaseMessage] = []
     running: Any = None
     compared = 0
-    first = True
     for index, turn in enumerate(session):
         messages = [*messages, *turn_messages(index, turn)]
         calls = len(model.calls)
@@ -116,7 +115,6 @@ def run(session: list[Turn], k: dict[str, Any], wrong_keep: int = 0) -> int:
             else:
                 raise Mismatch(f"{where}: langmem showed {real.shown}, the model {predicted.shown}; "
                                f"findings {kinds}")
-        first = False
     return compared
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tailguard.pipeline.model import PROFILES, Profile, State, compact_tail, step
+from tailguard.pipeline.model import PROFILES, Profile, State, compact_tail, replay, step
 from tailguard.pipeline.policy import Compact, Policy
 from tests.test_pipeline_agreement import _agree
 
@@ -22,6 +22,7 @@ def cut_policies(draw: st.DrawFn) -> Policy:
         summary=draw(st.sampled_from(["separate", "message"])), input_limit_unit="tokens",
         cut=draw(st.sampled_from(["messages", "messages", "turns"])),
         first_input_limit=draw(st.sampled_from([0, 1, 4, 9])) if limit else 0,
+        start_on_human=bool(limit) and draw(st.booleans()),
     )
     lo = draw(st.integers(1, 2))
     mlo = draw(st.integers(1, 2))
@@ -68,3 +69,16 @@ def test_the_first_limit_applies_before_the_first_summary() -> None:
     state = State()
     assert step(policy, state, 6) == []  # first summary: 6 <= 6, all seen
     assert [f.offsets for f in step(policy, state, 6)] == [(1,)]  # then 6 > 4
+
+
+def test_start_on_human_drops_the_tool_turns_after_a_cut_tool_turn() -> None:
+    """``trim_messages(start_on="human")``: the limit cuts turn 1 (2 messages, AI-led): its part
+    goes, and so does the seen tool turn 2, up to the one-message turn 3."""
+    stage = Compact("tokens", 9, "tokens", 0, 0, 3, start_on_human=True)
+    policy = Policy("p", 1, 9, 0, "tokens", (stage,), messages_per_turn=(1, 2))
+    found, at = replay(policy, [1, 5, 1, 1, 1], messages=[1, 2, 2, 1, 1])
+    assert at == 5 and found[0].offsets == (0, 1, 2)
+    plain = Policy("p", 1, 9, 0, "tokens", (Compact("tokens", 9, "tokens", 0, 0, 3),), messages_per_turn=(1, 2))
+    assert replay(plain, [1, 5, 1, 1, 1], messages=[1, 2, 2, 1, 1])[0][0].offsets == (0, 1)
+    # a one-message cut turn (the user's) stops it: only what did not fit is lost
+    assert replay(policy, [1, 5, 1, 1, 1], messages=[1, 1, 2, 1, 1])[0][0].offsets == (0, 1)

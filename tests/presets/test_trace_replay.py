@@ -177,14 +177,16 @@ def check_random(seed: int) -> str:
     return got.verdict
 
 
-@pytest.mark.parametrize("seed", range(8))
+# 38 and 60: a trim hole followed by tool turns (start_on_human drops them too)
+CI_SEEDS = (0, 1, 2, 3, 4, 5, 38, 60)
+
+
+@pytest.mark.parametrize("seed", CI_SEEDS)
 def test_random_policies_verdicts_reproduce_on_the_real_package(seed: int) -> None:
     check_random(seed)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="start_on_human: a trace whose trim hole is followed by "
-                   "tool turns (2+ messages) loses those too on LangChain (seed 38); not yet modelled")
-@pytest.mark.parametrize("seed", range(8, 108))
+@pytest.mark.parametrize("seed", [s for s in range(8, 108) if s not in CI_SEEDS])
 def test_random_policies_verdicts_reproduce_on_the_real_package_long(seed: int) -> None:
     check_random(seed)

@@ -453,6 +453,11 @@ def _compact(
         if earlier:
             own = 1 if unit == "messages" else state.summary_tokens
             summary_seen = fit == len(candidates) and sum(cand_sizes) + own <= limit
+    if stage.start_on_human and len(seen) < len(candidates) and \
+            state.messages[candidates[len(candidates) - len(seen) - 1]] >= 2:
+        # trim_messages(start_on="human"): the cut turn's part and the AI-led turns after it go
+        human = next((k for k, j in enumerate(seen) if state.messages[j] == 1), len(seen))
+        seen = seen[human:]
     # candidates are in the context, so none was spilled before: this write is their only one
     unseen = [] if spilled else candidates[: len(candidates) - len(seen)]
     if unseen:

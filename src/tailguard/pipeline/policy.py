@@ -75,6 +75,11 @@ class Compact:
     # spec 1.2: the input limit while no summary is in the context (langmem trims its first
     # summarization to ``max_tokens``, later ones to ``max_tokens`` minus the summary); 0: ``input_limit``
     first_input_limit: int = 0
+    # spec 1.2: ``trim_messages(start_on="human")`` after the input limit (LangChain): when the
+    # limit cuts a candidate turn of 2 or more messages (read as an AI message and its tool
+    # results; a turn of one message as the user's), the seen turns older than the oldest seen
+    # one-message turn are not shown either
+    start_on_human: bool = False
 
     def limit_for(self, has_summary: bool) -> int:
         """The input limit of a compaction, given whether a summary is in the context."""
@@ -179,7 +184,7 @@ _FRACTIONAL = {"limit", "trigger", "keep", "input_limit", "first_input_limit"}
 _TRUNCATE = {"kind", "unit", "limit"}
 _COMPACT = {
     "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit", "input",
-    "summary", "clip", "input_limit_unit", "trigger_any", "cut", "first_input_limit",
+    "summary", "clip", "input_limit_unit", "trigger_any", "cut", "first_input_limit", "start_on_human",
 }
 _SPILL = {"kind", "on_failure"}
 _CLIP_ARGS = {"kind", "trigger_unit", "trigger", "keep_unit", "keep", "min_tokens"}
@@ -311,6 +316,9 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
         clip = raw.get("clip", False)
         if not isinstance(clip, bool):
             raise r.fail(f"{path}.clip", f"expected true or false, got {clip!r}")
+        start_on_human = raw.get("start_on_human", False)
+        if not isinstance(start_on_human, bool):
+            raise r.fail(f"{path}.start_on_human", f"expected true or false, got {start_on_human!r}")
         placement = r.choice(raw, "summary", f"{path}.summary", PLACEMENTS)
         trigger_any = _trigger_any(r, raw, path)
         first = trigger_any[0][0] if trigger_any else None
@@ -331,7 +339,10 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
             ) == "messages" else "tokens",
             cut="messages" if r.choice(raw, "cut", f"{path}.cut", CUTS) == "messages" else "turns",
             first_input_limit=r.integer(raw, "first_input_limit", f"{path}.first_input_limit", 0),
+            start_on_human=start_on_human,
         )
+        if start_on_human and not compact.input_limit:
+            raise r.fail(f"{path}.start_on_human", "needs an input_limit > 0 (it acts on what the limit cut)")
         if compact.first_input_limit and not compact.input_limit:
             raise r.fail(f"{path}.first_input_limit", "needs an input_limit > 0 (it replaces "
                                                       "input_limit before the first summary)")

@@ -66,18 +66,20 @@ TAIL_ROUNDS_UP = Difference(
     "sees every trace lose exactly the named turns")
 START_ON_HUMAN = Difference(
     "start_on_human",
-    "`trim_messages(start_on=\"human\")` drops the trimmed list's leading non-human messages: "
-    "when the trim cut something, the tool turns (AI-led) just after the cut are dropped too, up "
-    "to the first human message; and a conversation whose first message is not a human one loses "
-    "it at the first compaction even when everything fits. The model assumes the conversation "
-    "opens with the user's message (as `create_agent`'s input does) and reads a turn's kind from "
-    "nothing.",
-    "only at a compaction where the model already reports a hole (the trim cut something), or "
-    "where it did not see the earlier summary whole: LangChain's hole is then larger, the "
-    "verdict the same; with deepagents' spill a failed write after a good one can hide one",
-    "the harness checks real shown <= model shown where the model reports a hole, did not see "
-    "the earlier summary whole, or spilled every candidate; the replay test makes one-message "
-    "turns human and opens the conversation with a human message")
+    "`trim_messages(start_on=\"human\")` drops the trimmed list's leading non-human messages. The "
+    "stage's `start_on_human` models it reading a one-message turn as the user's and a longer one "
+    "as an AI message and its tool results; the real message kinds are not in the session shape, "
+    "and `allow_partial` keeps part of the cut message only when its text splits at a newline "
+    "within the budget (a kept part of the user's message stops the drop). The model also "
+    "assumes the conversation opens with the user's message (as `create_agent`'s input does): "
+    "one that opens with an AI message loses it at the first compaction even when all fits.",
+    "only the offsets of a compaction where the model already reports a hole (the trim cut "
+    "something): LangChain drops more or fewer AI-led turns after the cut with other kinds or "
+    "texts; the verdict is the same",
+    "the harness accepts other shown turns where the model reports a hole; the replay test "
+    "(tests/presets/test_trace_replay.py) makes one-message turns human, opens the conversation "
+    "with a human message and gives messages a line per token, and sees every trace lose "
+    "exactly the named turns")
 REPORTED_USAGE = Difference(
     "reported_usage",
     "a token trigger also fires when the last AIMessage's provider-reported "
@@ -115,7 +117,8 @@ def compact_stage(values: Values) -> dict[str, Any]:
         "cut": "messages",  # _determine_cutoff_index: a message-level cut, moved to its turn's start
     })
     if values["trim_tokens_to_summarize"] is not None:
-        stage.update(input_limit=values["trim_tokens_to_summarize"], input_limit_unit="tokens", clip=True)
+        stage.update(input_limit=values["trim_tokens_to_summarize"], input_limit_unit="tokens", clip=True,
+                     start_on_human=True)
     return stage
 
 

@@ -26,6 +26,12 @@ decision taken where the brief is silent):
   hole at that append, and the append ends there: the framework counts the clipped view (whose
   size is the session's content) for the stages after it in the same call, and a clip is a loss
   already, so nothing after it is modelled (the z3 encoding's later stages likewise need no clip).
+- **The cut** (``cut = "messages"``, spec 1.2, brief 6d: LangChain's message-level cut):
+  no compaction while the whole context (the earlier summary included, ``base_tokens`` not) is
+  within ``keep``; the tail is :func:`compact_tail`'s. ``first_input_limit`` is the input limit
+  while no summary is in the context (langmem). ``start_on_human``: when the input limit cuts a
+  turn of 2 or more messages, the seen turns before the oldest seen one-message turn are holes
+  too (``trim_messages(start_on="human")``; it only ever adds to a compaction's holes).
 - **Spill** stages cover the first compact stage after them in the list. A successful write
   spills every candidate turn (spilled turns are never holes); the earlier summary is no
   lossless copy of anything, so spilling it protects nothing. A failed write halts the

@@ -190,3 +190,23 @@ def test_random_policies_verdicts_reproduce_on_the_real_package(seed: int) -> No
 @pytest.mark.parametrize("seed", [s for s in range(8, 108) if s not in CI_SEEDS])
 def test_random_policies_verdicts_reproduce_on_the_real_package_long(seed: int) -> None:
     check_random(seed)
+
+
+@pytest.mark.slow
+def test_suggest_gives_langchains_trim_boundary(tmp_path: Path) -> None:
+    """``--suggest`` on trim 99,998 moves ``trim_tokens_to_summarize`` to 99,999 exactly (about
+    45 s: the search probes every knob); the boundary itself is checked on the real package by
+    ``test_langchain_trim_boundary_is_the_real_one``."""
+    import io
+    import json
+
+    from tailguard.cli.main import main
+
+    path = tmp_path / "boundary.toml"
+    path.write_text(BOUNDARY.format(trim=99998))
+    out = io.StringIO()
+    main(["check-config", "--suggest", "--format", "json", str(path)], stdout=out, stderr=io.StringIO())
+    entry = json.loads(out.getvalue())["policies"][0]
+    knob = "framework.trim_tokens_to_summarize"
+    change = next(f["changes"][0] for f in entry["fixes"] if f["changes"][0]["knob"] == knob)
+    assert (change["to"], change["beyond"]) == (99999, 99998)

@@ -40,7 +40,10 @@ def stages(draw: st.DrawFn, spec11: bool = False) -> Stage:
     if spec11:
         extra = {"summary": draw(st.sampled_from(["separate", "message"])),
                  "clip": limit > 0 and draw(st.booleans()),
-                 "input_limit_unit": draw(st.sampled_from(["tokens", "messages"]))}
+                 "input_limit_unit": draw(st.sampled_from(["tokens", "messages"])),
+                 # spec 1.2 (brief 6d): LangChain's message-level cut, langmem's first budget
+                 "cut": "messages" if keep_unit != "turns" and draw(st.booleans()) else "turns",
+                 "first_input_limit": draw(st.sampled_from([0, 0, 1, 3, 6])) if limit else 0}
     return Compact(draw(unit), draw(st.integers(0, 14)), keep_unit, keep,
                    draw(st.integers(0, 3)), limit,
                    input=draw(st.sampled_from(["candidates", "all"])), **extra)  # type: ignore[arg-type]

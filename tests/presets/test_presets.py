@@ -162,7 +162,7 @@ EXPECTED = {  # verdicts of the shipped defaults at real sizes (docs/presets/*.m
     "langchain-repaired.toml": ("safe", set()),
     "deepagents-defaults.toml": ("unsafe", {"hole"}),  # truncate_args_settings clips first
     "deepagents-repaired.toml": ("safe", set()),
-    "langmem-defaults.toml": ("unsafe", {"floor", "hole"}),
+    "langmem-defaults.toml": ("unsafe", {"floor"}),
     "langmem-repaired.toml": ("safe", set()),
     "openai-agents-defaults.toml": ("unsafe", {"floor"}),
     "openai-agents-limit.toml": ("safe", set()),

@@ -67,6 +67,8 @@ def shape_of(policy: Policy) -> Shape:
             if s.summary == "message":
                 placement = True
                 dropping = dropping or s.input_limit > 0
+            if s.first_input_limit:
+                placement = True  # hs: whether a summary (perhaps of 0 tokens) is in the context
     messages = "messages" in units
     return Shape(messages, messages or placement, dropping, bool(live_clips(policy)))
 
@@ -311,6 +313,9 @@ def encode_step(
             some = z3.Or(some, cur.has_summary())
         triggered = z3.Or(*(z3.And(*(occupancy(policy, cur, unit) >= threshold for unit, threshold in clause))
                             for clause in stage.clauses))
+        if stage.cut == "messages":  # nothing happens while the whole context is within keep
+            base = policy.base_tokens if stage.keep_unit == "tokens" else 0  # the messages alone
+            some = z3.And(some, occupancy(policy, cur, stage.keep_unit) - base > stage.keep)
         fire = z3.And(triggered, some)
         floor_unit = policy.floor_unit
         loss = floor_lost(kt, tail.get(floor_unit, kt), policy.floor, floor_unit)
@@ -322,10 +327,12 @@ def encode_step(
             unit = stage.input_limit_unit
             total = cur.S if unit == "tokens" else cur.M
             cand = total - tail[unit]
-            unseen = cand > stage.input_limit
+            limit = z3.If(cur.has_summary(), stage.input_limit, stage.first_input_limit) \
+                if stage.first_input_limit else z3.IntVal(stage.input_limit)
+            unseen = cand > limit
             if earlier and cur.U is not None:
                 own = cur.sc if unit == "tokens" else z3.IntVal(1)
-                dropped = z3.And(cur.hs == 1, cand + own > stage.input_limit)
+                dropped = z3.And(cur.hs == 1, cand + own > limit)
         lost, next_u = spill_effect(spilled, unseen, dropped, kt < cur.L, cur.U)
         loss = z3.Or(loss, lost)
         bad.append((i, z3.And(*conds, fire, loss)))
@@ -405,6 +412,26 @@ def _tail(policy: Policy, stage: Compact | ClipArgs, st: AState, tag: str) -> tu
                 z3.Implies(k2 == st.L, t2 == total), z3.Implies(k2 < st.L, t2 >= stage.keep - hi + 1),
             )))
             kt, out[stage.keep_unit] = z3.If(open_, k2, fits), z3.If(open_, t2, inside)
+    if isinstance(stage, Compact) and stage.cut == "messages" and stage.keep_unit != "turns":
+        # LangChain's cut (model.compact_tail): one turn more when the cut lands inside it (a
+        # messages keep not yet full) or when no whole turn fits (a tokens keep); every unit is
+        # then summed again over the new count
+        more = out[stage.keep_unit] < stage.keep if stage.keep_unit == "messages" else kt == 0
+        add = z3.And(kt < st.L, more)
+        arr, total, lo, hi = arrays[stage.keep_unit]
+        # the added turn: its window slot (exact windows hold kt + 1 turns: more than
+        # keep // per_turn slots), else a fresh turn within the per-turn bounds
+        slot = z3.Sum([z3.If(kt == j, a, 0) for j, a in enumerate(arr)] + [z3.IntVal(0)])
+        if not exact:
+            f = z3.Int(f"{tag}_f")
+            extra.append(f)
+            ok.append(z3.Implies(z3.And(add, kt >= width), z3.And(
+                f >= lo, f <= hi, f <= total - out[stage.keep_unit],
+                total - out[stage.keep_unit] - f >= (st.L - kt - 1) * lo,
+                total - out[stage.keep_unit] - f <= (st.L - kt - 1) * hi)))
+            slot = z3.If(kt < width, slot, f)
+        out[stage.keep_unit] = z3.If(add, out[stage.keep_unit] + slot, out[stage.keep_unit])
+        kt = z3.If(add, kt + 1, kt)
     out["turns"] = kt
     for unit, (arr, total, lo, hi) in arrays.items():
         if unit in out:

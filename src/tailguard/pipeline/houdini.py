@@ -47,13 +47,18 @@ def candidates(policy: Policy) -> list[Lemma]:
                     bounds[trigger_unit].add(threshold - 1)
             post = s.keep if s.keep_unit == "turns" else \
                 s.keep // (policy.turn_min if s.keep_unit == "tokens" else mlo)
-            bounds["turns"].add(policy.keep_first + post)
-            kept = s.keep if s.keep_unit == "tokens" else post * policy.turn_max
-            pinned = policy.keep_first * policy.turn_max
-            bounds["tokens"].add(policy.base_tokens + pinned + s.summary_tokens + kept)
-            if messages:
-                kept_m = s.keep if s.keep_unit == "messages" else post * mhi
-                bounds["messages"].add(policy.keep_first * mhi + 1 + kept_m)
+            # cut = "messages": one turn more (model.compact_tail)
+            for extra in (0, 1) if s.cut == "messages" else (0,):
+                bounds["turns"].add(policy.keep_first + post + extra)
+                kept = s.keep if s.keep_unit == "tokens" else (post + extra) * policy.turn_max
+                if s.keep_unit == "tokens":
+                    kept = max(kept, policy.turn_max) if extra else kept
+                pinned = policy.keep_first * policy.turn_max
+                bounds["tokens"].add(policy.base_tokens + pinned + s.summary_tokens + kept)
+                if messages:
+                    kept_m = s.keep + extra * (mhi - 1) if s.keep_unit == "messages" \
+                        else (post + extra) * mhi
+                    bounds["messages"].add(policy.keep_first * mhi + 1 + kept_m)
     out: list[Lemma] = []
     for unit, values in bounds.items():
         for value in sorted(values):
@@ -78,11 +83,14 @@ def _verbatim_bounds(policy: Policy) -> list[Lemma]:
             continue
         turns = s.keep if s.keep_unit == "turns" else \
             s.keep // (policy.turn_min if s.keep_unit == "tokens" else mlo)
-        values["L"] |= {turns, turns + 1}
-        tokens = s.keep if s.keep_unit == "tokens" else turns * policy.turn_max
-        values["S"] |= {tokens, tokens + policy.turn_max}
-        msgs = s.keep if s.keep_unit == "messages" else turns * mhi
-        values["M"] |= {msgs, msgs + mhi}
+        for extra in (0, 1) if s.cut == "messages" else (0,):  # model.compact_tail
+            values["L"] |= {turns + extra, turns + extra + 1}
+            tokens = s.keep if s.keep_unit == "tokens" else (turns + extra) * policy.turn_max
+            if extra and s.keep_unit == "tokens":
+                tokens = max(tokens, policy.turn_max)
+            values["S"] |= {tokens, tokens + policy.turn_max}
+            msgs = s.keep + extra * (mhi - 1) if s.keep_unit == "messages" else (turns + extra) * mhi
+            values["M"] |= {msgs, msgs + mhi}
     out: list[Lemma] = []
     for name, vals in values.items():
         if name == "M" and not shape_of(policy).messages:

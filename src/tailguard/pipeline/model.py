@@ -26,6 +26,12 @@ decision taken where the brief is silent):
   hole at that append, and the append ends there: the framework counts the clipped view (whose
   size is the session's content) for the stages after it in the same call, and a clip is a loss
   already, so nothing after it is modelled (the z3 encoding's later stages likewise need no clip).
+- **The cut** (``cut = "messages"``, spec 1.2, brief 6d: LangChain's message-level cut):
+  no compaction while the whole context (the earlier summary included, ``base_tokens`` not) is
+  within ``keep``; the tail is :func:`compact_tail`'s. ``first_input_limit`` is the input limit
+  while no summary is in the context (langmem). ``start_on_human``: when the input limit cuts a
+  turn of 2 or more messages, the seen turns before the oldest seen one-message turn are holes
+  too (``trim_messages(start_on="human")``; it only ever adds to a compaction's holes).
 - **Spill** stages cover the first compact stage after them in the list. A successful write
   spills every candidate turn (spilled turns are never holes); the earlier summary is no
   lossless copy of anything, so spilling it protects nothing. A failed write halts the
@@ -387,6 +393,34 @@ def _clip_args(
     return [hole]
 
 
+def compact_tail(policy: Policy, state: State, stage: Compact) -> int:
+    """How many of the newest unpinned verbatim turns a compaction of ``stage`` keeps: the
+    newest whole turns within ``keep``; with ``cut = "messages"`` (LangChain's cut at a message,
+    moved back to the start of its turn) also the turn holding the oldest of the newest
+    ``keep`` messages (a ``messages`` keep), and always the newest turn (a ``tokens`` keep:
+    the newest message stays whatever its size).
+
+    >>> p = Policy("p", 1, 9, 0, "tokens")
+    >>> s = State(sizes=[5, 5, 5], verbatim=[0, 1, 2], messages=[3, 3, 1])
+    >>> compact_tail(p, s, Compact("tokens", 1, "messages", 2, 0)), \\
+    ...     compact_tail(p, s, Compact("tokens", 1, "messages", 2, 0, cut="messages"))
+    (1, 2)
+    >>> compact_tail(p, s, Compact("tokens", 1, "tokens", 4, 0, cut="messages"))
+    1
+    """
+    keep_sizes = state.units(stage.keep_unit, state.verbatim)
+    if stage.keep_unit == "turns":
+        return min(stage.keep, len(keep_sizes))
+    tail = newest_fitting(keep_sizes, stage.keep)
+    if stage.cut == "messages" and tail < len(keep_sizes):
+        if stage.keep_unit == "messages":
+            if sum(keep_sizes[len(keep_sizes) - tail :]) < stage.keep:
+                tail += 1  # the cut lands inside the next older turn: it moves to its start
+        elif tail == 0:
+            tail = 1
+    return tail
+
+
 def _compact(
     policy: Policy,
     state: State,
@@ -401,12 +435,12 @@ def _compact(
     if not any(all(state.occupancy(policy, unit) >= threshold for unit, threshold in clause)
                for clause in stage.clauses):
         return []
-    keep_sizes = state.units(stage.keep_unit, state.verbatim)
-    tail = min(stage.keep, len(keep_sizes)) if stage.keep_unit == "turns" else \
-        newest_fitting(keep_sizes, stage.keep)
+    tail = compact_tail(policy, state, stage)
     candidates = state.verbatim[: len(state.verbatim) - tail]
     earlier = stage.summary == "message" and state.summary  # the oldest candidate
-    if not candidates and not earlier:
+    within = stage.cut == "messages" and state.occupancy(policy, stage.keep_unit) - \
+        (policy.base_tokens if stage.keep_unit == "tokens" else 0) <= stage.keep  # the messages alone
+    if (not candidates and not earlier) or within:
         if events is not None:  # triggered, nothing to summarize: still an attempt
             events.append(Event("attempt", (state.verbatim[0] if state.verbatim else number,)))
         return []
@@ -416,14 +450,20 @@ def _compact(
     spilled = spill is not None and not spill_fails
     found: list[Finding] = []
     seen, summary_seen = candidates, True
-    if stage.input_limit > 0:
+    limit = stage.limit_for(state.summary)
+    if limit > 0:
         unit = stage.input_limit_unit
         cand_sizes = state.units(unit, candidates)
-        fit = newest_fitting(cand_sizes, stage.input_limit)
+        fit = newest_fitting(cand_sizes, limit)
         seen = candidates[len(candidates) - fit :]
         if earlier:
             own = 1 if unit == "messages" else state.summary_tokens
-            summary_seen = fit == len(candidates) and sum(cand_sizes) + own <= stage.input_limit
+            summary_seen = fit == len(candidates) and sum(cand_sizes) + own <= limit
+    if stage.start_on_human and len(seen) < len(candidates) and \
+            state.messages[candidates[len(candidates) - len(seen) - 1]] >= 2:
+        # trim_messages(start_on="human"): the cut turn's part and the AI-led turns after it go
+        human = next((k for k, j in enumerate(seen) if state.messages[j] == 1), len(seen))
+        seen = seen[human:]
     # candidates are in the context, so none was spilled before: this write is their only one
     unseen = [] if spilled else candidates[: len(candidates) - len(seen)]
     if unseen:

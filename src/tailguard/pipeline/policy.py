@@ -25,6 +25,8 @@ INPUTS: tuple[str, ...] = ("candidates", "all")
 Placement = Literal["separate", "message"]
 PLACEMENTS: tuple[str, ...] = ("separate", "message")
 OnFailure = Literal["halt", "proceed"]
+Cut = Literal["turns", "messages"]
+CUTS: tuple[str, ...] = ("turns", "messages")
 ON_FAILURE: tuple[str, ...] = ("halt", "proceed")
 Clause = tuple[tuple[Unit, int], ...]  # one trigger clause: every (unit, threshold) must be met
 
@@ -64,6 +66,24 @@ class Compact:
     # clause holding when occupancy(unit) >= threshold for each of its (unit, threshold)
     # pairs. Empty: the one clause ``((trigger_unit, trigger),)``.
     trigger_any: tuple[Clause, ...] = ()
+    # spec 1.2 (brief 6d): ``"messages"``: LangChain's message-level cut (``_find_safe_cutoff_point``):
+    # nothing happens while the whole context, the earlier summary included, is within ``keep``;
+    # a ``messages`` keep keeps every turn holding one of the newest ``keep`` messages (the cut
+    # moves back to the start of its turn), a ``tokens`` keep the newest whole turns within it
+    # and always the newest turn. ``"turns"`` (default): the newest whole turns within ``keep``.
+    cut: Cut = "turns"
+    # spec 1.2: the input limit while no summary is in the context (langmem trims its first
+    # summarization to ``max_tokens``, later ones to ``max_tokens`` minus the summary); 0: ``input_limit``
+    first_input_limit: int = 0
+    # spec 1.2: ``trim_messages(start_on="human")`` after the input limit (LangChain): when the
+    # limit cuts a candidate turn of 2 or more messages (read as an AI message and its tool
+    # results; a turn of one message as the user's), the seen turns older than the oldest seen
+    # one-message turn are not shown either
+    start_on_human: bool = False
+
+    def limit_for(self, has_summary: bool) -> int:
+        """The input limit of a compaction, given whether a summary is in the context."""
+        return self.first_input_limit if self.first_input_limit and not has_summary else self.input_limit
 
     @property
     def clauses(self) -> tuple[Clause, ...]:
@@ -160,11 +180,11 @@ _TOP = {
     "messages_per_turn",
 }
 # knobs that may be written ["fraction", x]: x of the window, rounded down (brief 6b)
-_FRACTIONAL = {"limit", "trigger", "keep", "input_limit"}
+_FRACTIONAL = {"limit", "trigger", "keep", "input_limit", "first_input_limit"}
 _TRUNCATE = {"kind", "unit", "limit"}
 _COMPACT = {
     "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit", "input",
-    "summary", "clip", "input_limit_unit", "trigger_any",
+    "summary", "clip", "input_limit_unit", "trigger_any", "cut", "first_input_limit", "start_on_human",
 }
 _SPILL = {"kind", "on_failure"}
 _CLIP_ARGS = {"kind", "trigger_unit", "trigger", "keep_unit", "keep", "min_tokens"}
@@ -273,8 +293,8 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
     kind = raw.get("kind")
     line = r.lines.get(path, 1)
     for knob, unit_key in (("limit", "unit"), ("trigger", "trigger_unit"), ("keep", "keep_unit"),
-                           ("input_limit", "input_limit_unit")):
-        default_unit = "tokens" if knob == "input_limit" else None
+                           ("input_limit", "input_limit_unit"), ("first_input_limit", "input_limit_unit")):
+        default_unit = "tokens" if knob in ("input_limit", "first_input_limit") else None
         if isinstance(raw.get(knob), list) and raw.get(unit_key, default_unit) != "tokens":
             raise r.fail(f"{path}.{knob}", f"a fraction of the window is in tokens, but "
                                            f"{unit_key} is {raw.get(unit_key)!r}")
@@ -296,6 +316,9 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
         clip = raw.get("clip", False)
         if not isinstance(clip, bool):
             raise r.fail(f"{path}.clip", f"expected true or false, got {clip!r}")
+        start_on_human = raw.get("start_on_human", False)
+        if not isinstance(start_on_human, bool):
+            raise r.fail(f"{path}.start_on_human", f"expected true or false, got {start_on_human!r}")
         placement = r.choice(raw, "summary", f"{path}.summary", PLACEMENTS)
         trigger_any = _trigger_any(r, raw, path)
         first = trigger_any[0][0] if trigger_any else None
@@ -314,7 +337,17 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
             input_limit_unit="messages" if r.choice(
                 raw, "input_limit_unit", f"{path}.input_limit_unit", ("tokens", "messages"),
             ) == "messages" else "tokens",
+            cut="messages" if r.choice(raw, "cut", f"{path}.cut", CUTS) == "messages" else "turns",
+            first_input_limit=r.integer(raw, "first_input_limit", f"{path}.first_input_limit", 0),
+            start_on_human=start_on_human,
         )
+        if start_on_human and not compact.input_limit:
+            raise r.fail(f"{path}.start_on_human", "needs an input_limit > 0 (it acts on what the limit cut)")
+        if compact.first_input_limit and not compact.input_limit:
+            raise r.fail(f"{path}.first_input_limit", "needs an input_limit > 0 (it replaces "
+                                                      "input_limit before the first summary)")
+        if compact.cut == "messages" and compact.keep_unit == "turns":
+            raise r.fail(f"{path}.cut", 'cut = "messages" needs keep_unit "tokens" or "messages"')
         if clip and compact.input_limit == 0:
             raise r.fail(f"{path}.clip", "clipping needs an input_limit > 0 (it clips the oldest "
                                          "candidate that does not fit it)")

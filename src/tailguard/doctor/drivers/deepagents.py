@@ -129,7 +129,7 @@ def run(session: list[Turn], k: dict[str, Any]) -> int:
                     raise Mismatch(f"{where}: the summarization event has no session id", compared + 1)
             predicted, kinds = sim.append(turn, spill_fails=fails)
             try:
-                outcome = compare(real, predicted, kinds, index + 1)
+                outcome = compare(real, predicted, kinds, index + 1, [t.messages for t in session])
             except Mismatch as exc:
                 raise Mismatch(str(exc), compared + 1 if real is not None else compared) from None
             if real is not None and predicted is not None and outcome == "same" and real.spilled != predicted.spilled:
@@ -141,8 +141,6 @@ def run(session: list[Turn], k: dict[str, Any]) -> int:
                 offloaded_turns |= set(real.spilled)
             if outcome == "diverged" and real is not None:  # tail_rounds_up, as declared
                 sim.resync(real.kept, covered, offloaded_turns)
-            elif outcome == "skipped":
-                sim.undo(turn)
     return compared
 
 

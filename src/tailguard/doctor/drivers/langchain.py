@@ -91,7 +91,7 @@ def run_with_policy(session: list[Turn], k: dict[str, Any], policy_k: dict[str, 
             messages = list(out[1:])
         predicted, kinds = sim.append(turn)
         try:
-            outcome = compare(real, predicted, kinds, index + 1)
+            outcome = compare(real, predicted, kinds, index + 1, [t.messages for t in session])
         except Mismatch as exc:
             raise Mismatch(str(exc), compared + 1 if real is not None else compared) from None
         if real is not None:
@@ -99,8 +99,6 @@ def run_with_policy(session: list[Turn], k: dict[str, Any], policy_k: dict[str, 
             covered = covers(covered, real)
         if outcome == "diverged" and real is not None:  # tail_rounds_up, as declared
             sim.resync(real.kept, covered)
-        elif outcome == "skipped":
-            sim.undo(turn)
     return compared, len(session)
 
 

@@ -112,31 +112,30 @@ def observe(before: Sequence[BaseMessage], after: Sequence[BaseMessage], prompt:
 
 
 def compare(real: Compaction | None, model: Compaction | None, kinds: list[str],
-            at: int) -> str:
+            at: int, sizes: Sequence[int] | None = None) -> str:
     """Compare one append's compactions under the declared differences of the LangChain
-    presets; return ``"same"``, ``"diverged"`` (``tail_rounds_up``: LangChain kept one turn
-    more; the caller puts it back into the model's state), ``"skipped"`` (the same when it
-    leaves LangChain nothing to summarize: the caller undoes the model's compaction) or raise
-    :class:`Mismatch`."""
+    presets; return ``"same"``, ``"diverged"`` (``tail_rounds_up``: with a tokens keep LangChain
+    kept one tool turn more, whose newest messages fit it; the caller puts it back into the
+    model's state) or raise :class:`Mismatch`. ``sizes``: the messages of every turn."""
     where = f"append {at}"
     if real is None and model is None:
         return "same"
-    if real is None and model is not None:
-        if model.deleted == () and model.summary_shown is not None:
-            return "same"  # summary_in_tail: the model re-summarized the summary alone
-        if model.kept == () and model.deleted == (at - 1,) and model.summary_shown is None:
-            return "skipped"  # tail_rounds_up: a lone message over a token keep stays
+    if real is None:  # cut = "messages": nothing within keep, the newest turn always stays
         raise Mismatch(f"{where}: the model compacted {model}, LangChain did not")
     if model is None or real is None:
         raise Mismatch(f"{where}: LangChain compacted {real}, the model did not")
     if real.deleted != model.deleted:
+        # tail_rounds_up, now only a tokens keep's straddling tool turn (its newest messages fit)
         extra = set(model.deleted) - set(real.deleted)
         if not set(real.deleted) <= set(model.deleted) or len(extra) != 1 or \
-                set(real.kept) != set(model.kept) | extra:
+                set(real.kept) != set(model.kept) | extra or sizes is None or \
+                sizes[next(iter(extra))] < 2:
             raise Mismatch(f"{where}: LangChain deleted {real.deleted}, the model {model.deleted}")
         return "diverged"  # tail_rounds_up: LangChain kept the straddling turn (resync)
     if real.kept != model.kept:
         raise Mismatch(f"{where}: LangChain kept {real.kept}, the model {model.kept}")
+    if real.shown != model.shown and holes(kinds) and real.summary_shown == model.summary_shown:
+        return "same"  # start_on_human: which AI-led turns go depends on the kinds; a hole either way
     if real.shown != model.shown or real.summary_shown != model.summary_shown:
         # start_on_human: LangChain may show less, only where the model reports a hole
         less = set(real.shown) <= set(model.shown) and (

@@ -197,7 +197,7 @@ PRESET = Preset(
     resolve=resolve,
     validated_on=("deepagents 0.7.32", "langchain 1.5.2", "langchain-core 1.8.3", "langgraph 1.2.24"),
     differential="tests/presets/test_deepagents_preset.py",
-    differences=(lc.TAIL_ROUNDS_UP, lc.SUMMARY_IN_TAIL, lc.START_ON_HUMAN, lc.REPORTED_USAGE, BASE_TOKENS, OVER_BUDGET,
+    differences=(lc.TAIL_ROUNDS_UP, lc.START_ON_HUMAN, lc.REPORTED_USAGE, BASE_TOKENS, OVER_BUDGET,
                  CLIPPED_COUNT, CLIPPABLE_BOUND, OVERFLOW_RETRY, lc.SUMMARY_SIZE),
     top_keys=("base_tokens",),
     doc="docs/presets/deepagents.md",

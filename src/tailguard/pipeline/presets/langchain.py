@@ -5,8 +5,9 @@ Read from ``langchain/agents/middleware/summarization.py`` of LangChain 1.5.2:
 fires when a ``trigger`` clause is met (``tokens``: total ``>=`` the threshold;
 ``messages``: ``len(messages) >=`` it; ``fraction``: ``int(max_input_tokens * x)``, at least
 1); ``_determine_cutoff_index`` keeps the newest ``keep`` (messages: ``len - keep``; tokens:
-the earliest suffix within the budget) and moves a cutoff that lands on a ``ToolMessage``
-back to its ``AIMessage``; the earlier summary is the first message and so the oldest
+the earliest suffix within the budget, at least the newest message; cutoff 0, nothing to do,
+when the whole context is within it) and moves a cutoff that lands on a ``ToolMessage``
+back to its ``AIMessage`` (the stage's ``cut = "messages"``); the earlier summary is the first message and so the oldest
 candidate; ``_trim_messages_for_summary`` shows the summarizer ``trim_messages(strategy=
 "last", max_tokens=trim_tokens_to_summarize, start_on="human", allow_partial=True)`` of the
 candidates; the update removes every message and adds the summary then the kept messages.
@@ -48,36 +49,37 @@ KNOBS = (WINDOW, TRIGGER, KEEP, TRIM, SUMMARY_TOKENS)
 # The differences LangChain's own rules have from the stages (deepagents inherits them).
 TAIL_ROUNDS_UP = Difference(
     "tail_rounds_up",
-    "`_find_safe_cutoff_point` moves a cutoff that lands on a ToolMessage back to the AIMessage "
-    "that called it, so LangChain keeps that whole turn verbatim (more than `keep`), and a token "
-    "`keep` smaller than the newest message keeps that message anyway (`cutoff = len - 1`); the "
-    "stages keep the newest whole turns within `keep` (brief 6b: no stage splits a turn).",
-    "the model summarizes at most one turn more per compaction: its floor and hole findings are "
-    "a superset of LangChain's at that compaction (conservative)",
-    "the harness checks that the real tail is the model's plus exactly the straddling turn, then "
-    "puts that turn back into the model's state and compares the next compaction from there")
+    "the stage's `cut = \"messages\"` is LangChain's cut exactly (nothing happens while the whole "
+    "context is within `keep`; a `messages` keep keeps every turn holding one of the newest `keep` "
+    "messages; a `tokens` keep the newest whole turns within it and always the newest turn) but "
+    "for one case the knobs cannot predict: with a `tokens` keep, `_find_safe_cutoff_point` also "
+    "keeps an older tool turn whose newest messages (not the whole turn) fit the rest of `keep`; "
+    "the model summarizes it (how a turn's tokens split among its messages is not in the session "
+    "shape).",
+    "only with a `tokens` keep and turns of 2 or more messages: the model summarizes that turn, "
+    "so its candidates (what the trim must show) and its floor findings are a superset of "
+    "LangChain's at that compaction; a session whose turns keep their tokens in their newest "
+    "message (or of one message) behaves exactly as modelled, so no verdict changes",
+    "the differential harness checks that the real tail is the model's plus exactly that tool "
+    "turn (2 or more messages), then puts it back into the model's state; the replay test "
+    "(tests/presets/test_trace_replay.py) gives each turn's tokens to its newest message and "
+    "sees every trace lose exactly the named turns")
 START_ON_HUMAN = Difference(
     "start_on_human",
-    "`trim_messages(start_on=\"human\")` drops the trimmed list's leading non-human messages, so "
-    "when the trim cut something LangChain shows fewer messages than the newest ones that fit.",
-    "only when something did not fit: the model then reports a hole at that compaction and "
-    "LangChain's is larger, except when what did not fit is the earlier summary (the candidates' "
-    "only human message) and dropping it loses nothing (its coverage empty or spilled): the tool "
-    "turns LangChain then drops too are holes the model does not report (with no spill that "
-    "needs every earlier summary input to have been a hole already, so the session is unsafe "
-    "anyway; with deepagents' spill a failed write after a good one can hide one)",
-    "the harness checks real shown <= model shown, and that the model reports a hole there, did "
-    "not see the earlier summary whole, or spilled every candidate (deepagents' offload: nothing "
-    "is lost either way)")
-SUMMARY_IN_TAIL = Difference(
-    "summary_in_tail",
-    "when the whole context (the earlier summary included) is within `keep`, LangChain's cutoff is "
-    "0 and nothing happens; the stages put the earlier summary among the candidates always "
-    "(6b `summary = \"message\"`), so the model re-summarizes it alone.",
-    "the verbatim turns are the same either way; only if the summary does not fit "
-    "`trim_tokens_to_summarize` does the model report a hole LangChain does not make (conservative)",
-    "the harness accepts a model compaction of the summary alone where LangChain did nothing, and "
-    "checks that the verbatim turns agree")
+    "`trim_messages(start_on=\"human\")` drops the trimmed list's leading non-human messages. The "
+    "stage's `start_on_human` models it reading a one-message turn as the user's and a longer one "
+    "as an AI message and its tool results; the real message kinds are not in the session shape, "
+    "and `allow_partial` keeps part of the cut message only when its text splits at a newline "
+    "within the budget (a kept part of the user's message stops the drop). The model also "
+    "assumes the conversation opens with the user's message (as `create_agent`'s input does): "
+    "one that opens with an AI message loses it at the first compaction even when all fits.",
+    "only the offsets of a compaction where the model already reports a hole (the trim cut "
+    "something): LangChain drops more or fewer AI-led turns after the cut with other kinds or "
+    "texts; the verdict is the same",
+    "the harness accepts other shown turns where the model reports a hole; the replay test "
+    "(tests/presets/test_trace_replay.py) makes one-message turns human, opens the conversation "
+    "with a human message and gives messages a line per token, and sees every trace lose "
+    "exactly the named turns")
 REPORTED_USAGE = Difference(
     "reported_usage",
     "a token trigger also fires when the last AIMessage's provider-reported "
@@ -112,9 +114,11 @@ def compact_stage(values: Values) -> dict[str, Any]:
         "summary_tokens": values["summary_tokens"],
         "summary": "message",  # the earlier summary is the oldest candidate, trimmed first
         "input": "candidates",
+        "cut": "messages",  # _determine_cutoff_index: a message-level cut, moved to its turn's start
     })
     if values["trim_tokens_to_summarize"] is not None:
-        stage.update(input_limit=values["trim_tokens_to_summarize"], input_limit_unit="tokens", clip=True)
+        stage.update(input_limit=values["trim_tokens_to_summarize"], input_limit_unit="tokens", clip=True,
+                     start_on_human=True)
     return stage
 
 
@@ -142,6 +146,6 @@ PRESET = Preset(
     translate=_translate,
     validated_on=("langchain 1.5.2", "langchain-core 1.8.3", "langgraph 1.2.24"),
     differential="tests/presets/test_langchain_preset.py",
-    differences=(TAIL_ROUNDS_UP, SUMMARY_IN_TAIL, START_ON_HUMAN, REPORTED_USAGE, SYSTEM_PROMPT, SUMMARY_SIZE),
+    differences=(TAIL_ROUNDS_UP, START_ON_HUMAN, REPORTED_USAGE, SYSTEM_PROMPT, SUMMARY_SIZE),
     doc="docs/presets/langchain.md",
 )

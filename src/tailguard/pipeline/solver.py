@@ -27,6 +27,8 @@ from tailguard.pipeline.encode import (
     needed_window,
     shape_of,
 )
+from tailguard.pipeline.falsify import STEPS as FALSIFY_STEPS
+from tailguard.pipeline.falsify import falsify
 from tailguard.pipeline.houdini import houdini
 from tailguard.pipeline.model import (
     DEFAULT_PROFILE,
@@ -39,7 +41,7 @@ from tailguard.pipeline.model import (
     spill_modes,
     with_static,
 )
-from tailguard.pipeline.policy import Policy
+from tailguard.pipeline.policy import ClipArgs, Compact, Policy, Truncate
 
 Verdict = Literal["safe", "unsafe", "unknown"]
 
@@ -65,6 +67,7 @@ class Budget:
     search_rlimit: int = DEFAULT_BUDGET * MILLION
     max_window: int = 24
     units: int = DEFAULT_BUDGET
+    falsify_steps: int = FALSIFY_STEPS  # model appends the concrete falsifier may run
 
     @classmethod
     def of(cls, units: int = DEFAULT_BUDGET, depth: int = 150) -> Budget:
@@ -247,6 +250,26 @@ def own_context() -> Iterator[None]:
         z3.z3._main_ctx = saved
 
 
+def fails_late(policy: Policy, depth: int) -> bool:
+    """Whether no stage can fire and no window overflow within ``depth`` appends: every
+    token threshold (trigger, truncate limit, window) above ``base_tokens`` plus ``depth``
+    largest turns, every turn or message threshold above ``depth`` turns of the most
+    messages. Then every failing session is longer than ``depth`` (a loss needs a stage to
+    fire or the window to overflow) and the bounded search up to ``depth`` could not find
+    one; the concrete falsifier goes first (its session need not be the shortest)."""
+    per = {"tokens": policy.turn_max, "turns": 1, "messages": policy.messages_per_turn[1]}
+    start = {"tokens": policy.base_tokens, "turns": 0, "messages": 0}
+    lowest: list[tuple[str, int]] = [("tokens", policy.window + 1)] if policy.window else []
+    for s in policy.stages:
+        if isinstance(s, Truncate):
+            lowest.append((s.unit, s.limit + 1))
+        elif isinstance(s, Compact):
+            lowest += [pair for clause in s.clauses for pair in clause]
+        elif isinstance(s, ClipArgs):
+            lowest.append((s.trigger_unit, s.trigger))
+    return bool(lowest) and all(t > start[u] + depth * per[u] for u, t in lowest)
+
+
 def decide(
     policy: Policy,
     budget: Budget | None = None,
@@ -316,14 +339,37 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         got = certified(lemma, "inductive occupancy bounds")
         if isinstance(got, Decision):
             return got
-    quick = search(budget.quick_depth)
+    far = fails_late(policy, budget.quick_depth)
+    quick = None if far else search(budget.quick_depth)  # nothing fails that early
     if isinstance(quick, Decision):
         return quick
-    # ordering only (never changes a verdict): search deeper, within a resource budget,
-    # before Spacer, which is slow on deep counterexamples
+
+    def concrete() -> Decision | None:
+        """The falsifier (:mod:`tailguard.pipeline.falsify`): a session of the structured
+        families that the model replays, or ``None``; never a verdict without a trace."""
+        got = falsify(policy, profile, budget.falsify_steps)
+        if got is None:
+            return None
+        session = got.session
+        found, at = replay(policy, session.sizes, profile, session.messages, session.failures)
+        if at != len(session.sizes) or not found:  # falsify replays already: belt and braces
+            return None
+        return done("unsafe", tuple(found), trace=session.sizes, messages=session.messages,
+                    failures=tuple(sorted(session.failures)),
+                    method=f"falsifier: {got.family} ({len(session.sizes)} appends), replayed")
+
+    # ordering only (never changes a verdict): at real sizes (a tail wider than the exact
+    # window the solver can afford) the first loss is usually deep; the concrete falsifier
+    # tries the structured families before the bounded search goes deeper
+    if (not exact or far) and (early := concrete()) is not None:
+        return early
+    # search deeper, within a resource budget, before Spacer, which is slow on deep
+    # counterexamples
     mid = search(budget.depth, budget.search_rlimit) if quick is None else None
     if isinstance(mid, Decision):
         return mid
+    if exact and not far and (late := concrete()) is not None:
+        return late
     outcome, inv = find_invariant(policy, width, budget, profile)
     if outcome == "safe":
         body = inv

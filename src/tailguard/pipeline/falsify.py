@@ -196,6 +196,9 @@ def _session(run: _Run, policy: Policy) -> Session:
 def _checked(run: _Run, policy: Policy, profile: Profile, found: list[Finding], family: str) -> Found | None:
     """The session, if replay reproduces it: a loss at its last append, none before."""
     session = _session(run, policy)
+    lo, hi = policy.messages_per_turn
+    if not all(policy.turn_min <= z <= policy.turn_max and lo <= m <= hi for z, m in run.rows):
+        return None  # not a session of the policy's shape (never built so: belt and braces)
     got, at = replay(policy, session.sizes, profile, session.messages, session.failures)
     if at != len(session.sizes) or tuple(got) != tuple(found):
         return None  # never reported (a test breaks the falsifier on purpose to see this)

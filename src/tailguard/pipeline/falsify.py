@@ -217,18 +217,24 @@ def _trunks(policy: Policy) -> Iterator[tuple[int, int, bool]]:
 
 def falsify(policy: Policy, profile: Profile = DEFAULT_PROFILE, steps: int = STEPS) -> Found | None:
     """A replayed failing session from the structured families, or ``None`` within ``steps``
-    model appends."""
+    model appends. The steady trunks alone first (cheap, and often enough), then each trunk
+    again with its branches."""
     budget = _Budget(steps)
-    lo, hi = policy.turn_min, policy.turn_max
-    mlo, mhi = policy.messages_per_turn
-    for fill, fill_m, fails in _trunks(policy):
+    trunks = list(_trunks(policy))
+    for fill, fill_m, fails in trunks:
+        run = _Run(policy, profile, fails)
+        while len(run.rows) < TRUNK_APPENDS and run.compactions <= CYCLES and not run.state.halted:
+            if not budget.spend():
+                return None
+            found = run.append(fill, fill_m)
+            if found:
+                return _checked(run, policy, profile, found, f"steady turns of {fill} tokens")
+    for fill, fill_m, fails in trunks:
         tails = tail_runs(policy, fill)
         targets = _targets(policy, spike_sizes(policy, fill))
         trunk = _Run(policy, profile, fails)
         used: dict[tuple[int, int, tuple[str, int, int], tuple[int, int], int], int] = {}
-        while len(trunk.rows) < TRUNK_APPENDS and trunk.compactions <= CYCLES:
-            if trunk.state.halted:
-                break
+        while len(trunk.rows) < TRUNK_APPENDS and trunk.compactions <= CYCLES and not trunk.state.halted:
             for target in targets:
                 for tail in tails:
                     got = _branch(trunk, target, tail, fill_m, used, budget)
@@ -236,11 +242,8 @@ def falsify(policy: Policy, profile: Profile = DEFAULT_PROFILE, steps: int = STE
                         return got
                     if budget.steps < 0:
                         return None
-            if not budget.spend():
-                return None
-            found = trunk.append(fill, fill_m)
-            if found:
-                return _checked(trunk, policy, profile, found, f"steady turns of {fill} tokens")
+            if not budget.spend() or trunk.append(fill, fill_m):
+                break  # a steady trunk that fails was reported by the first pass
     return None
 
 

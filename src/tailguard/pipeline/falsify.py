@@ -148,17 +148,32 @@ def _split(gap: int, lo: int, hi: int) -> list[int] | None:
     return None
 
 
-def _targets(policy: Policy, spikes: list[int]) -> list[tuple[str, int, int]]:
-    """(unit, target occupancy before the spike, spike tokens): the spike crosses a
-    threshold by exactly one, or the occupancy sits one below it."""
-    out: list[tuple[str, int, int]] = []
-    mhi = policy.messages_per_turn[1]
+def spike_messages(policy: Policy, fill_m: int) -> list[int]:
+    """Message counts of the last append besides ``fill_m``: the most, and for a message
+    keep the count that, after turns of ``fill_m`` messages, leaves the kept tail as short as
+    it can be (as :func:`spike_sizes` does for tokens)."""
+    mlo, mhi = policy.messages_per_turn
+    out = [mhi]
+    for s in policy.stages:
+        if isinstance(s, Compact) and s.keep_unit == "messages":
+            rest = (s.keep + 1) % fill_m
+            out += [v for v in (rest, rest + fill_m) if mlo <= v <= mhi]
+    return [m for m in dict.fromkeys(out) if m != fill_m]
+
+
+Target = tuple[str, int, int, int]  # unit, occupancy before the spike, spike tokens, spike messages
+
+
+def _targets(policy: Policy, spikes: list[tuple[int, int]]) -> list[Target]:
+    """(unit, target occupancy before the spike, spike tokens, spike messages): the spike
+    crosses a threshold by exactly one, or the occupancy sits one below it."""
+    out: list[Target] = []
     for unit, values in sorted(_units(policy).items()):
         for t in sorted(values):
-            for spike in spikes:
-                add = {"tokens": spike, "turns": 1, "messages": mhi}[unit]
-                out.append((unit, t - add, spike))  # the spike lands exactly on the threshold
-                out.append((unit, t - 1, spike))  # one below, the spike well over it
+            for tokens, messages in spikes:
+                add = {"tokens": tokens, "turns": 1, "messages": messages}[unit]
+                out.append((unit, t - add, tokens, messages))  # the spike lands exactly on the threshold
+                out.append((unit, t - 1, tokens, messages))  # one below, the spike well over it
     return list(dict.fromkeys(out))
 
 
@@ -231,9 +246,11 @@ def falsify(policy: Policy, profile: Profile = DEFAULT_PROFILE, steps: int = STE
                 return _checked(run, policy, profile, found, f"steady turns of {fill} tokens")
     for fill, fill_m, fails in trunks:
         tails = tail_runs(policy, fill)
-        targets = _targets(policy, spike_sizes(policy, fill))
+        spikes = [(t, fill_m) for t in spike_sizes(policy, fill)]
+        spikes += [(policy.turn_max, m) for m in spike_messages(policy, fill_m)]
+        targets = _targets(policy, spikes)
         trunk = _Run(policy, profile, fails)
-        used: dict[tuple[int, int, tuple[str, int, int], tuple[int, int], int], int] = {}
+        used: dict[tuple[int, int, Target, tuple[int, int], int], int] = {}
         while len(trunk.rows) < TRUNK_APPENDS and trunk.compactions <= CYCLES and not trunk.state.halted:
             for target in targets:
                 for tail in tails:
@@ -248,12 +265,12 @@ def falsify(policy: Policy, profile: Profile = DEFAULT_PROFILE, steps: int = STE
 
 
 def _branch(trunk: _Run, target: tuple[str, int, int], tail: tuple[int, int], fill_m: int,
-            used: dict[tuple[int, int, tuple[str, int, int], tuple[int, int], int], int],
+            used: dict[tuple[int, int, Target, tuple[int, int], int], int],
             budget: _Budget) -> Found | None:
     """From the trunk's state: pad ``unit`` to ``goal`` (counting the tail turns), append the
     tail turns, then the spike; the first finding, replayed, or ``None``."""
     policy = trunk.policy
-    unit, goal, spike = target
+    unit, goal, spike, spike_m = target
     count, size = tail
     lo, hi = policy.turn_min, policy.turn_max
     mlo, mhi = policy.messages_per_turn
@@ -276,7 +293,6 @@ def _branch(trunk: _Run, target: tuple[str, int, int], tail: tuple[int, int], fi
         return None
     used[key] = used.get(key, 0) + 1
     run = trunk.copy()
-    spike_m = mhi if unit == "messages" else fill_m
     plan = [*rows, *[(size, fill_m)] * count, (spike, spike_m)]
     for tokens, messages in plan:
         if not budget.spend():
@@ -284,7 +300,8 @@ def _branch(trunk: _Run, target: tuple[str, int, int], tail: tuple[int, int], fi
         found = run.append(tokens, messages)
         if found:
             return _checked(run, policy, trunk.profile, found,
-                            f"steady turns, then {unit} padded to {goal} and a turn of {spike} tokens")
+                            f"steady turns, then {unit} padded to {goal} and a turn of {spike} tokens"
+                            + (f" ({spike_m} messages)" if policy.messages_per_turn[1] > 1 else ""))
         if run.state.halted:
             return None
     return None

@@ -26,7 +26,6 @@ from tailguard.pipeline.falsify import falsify
 from tailguard.pipeline.model import Finding, Session, replay, spill_modes
 from tailguard.pipeline.policy import Policy, parse_policy
 from tailguard.pipeline.solver import FAR, Budget, decide, fails_late, own_context
-
 from tests.test_pipeline_agreement import policies
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,12 +7,14 @@ this module tries first, on the executable model itself (:mod:`tailguard.pipelin
 
 - a **trunk**: steady turns of one size (``turn_max``, ``turn_min``, or a size just over
   ``keep / k`` that leaves a compaction's token tail as short as it can be) and one message
-  count, run through several compaction cycles;
-- **branches** off the trunk, guided by the policy's thresholds: pad the occupancy (in a
-  unit some stage reads) to exactly a target (a trigger minus one, a limit or the window
-  minus the spike plus one, a trigger minus the spike), optionally append a few small or
-  large "tail" turns, then one **spike** (the largest or smallest turn, or one just too
-  big for a compaction's kept tail).
+  count (the fewest or the most), run through several compaction cycles; every trunk alone
+  first (a truncator in messages under small turns, a tail too short for the floor);
+- **branches** off each trunk, guided by the policy's thresholds: pad the occupancy (in a
+  unit some stage reads) to exactly a target (a threshold minus one, or minus the spike:
+  a trigger, a truncate limit plus one, the window plus one), append a run of "tail" turns
+  (as many as a compaction's keep holds, of the trunk's size or the smallest), then one
+  **spike**: the largest or smallest turn, one just too big for a kept token tail, or the
+  size or message count that leaves the kept tail as short as it can be (``keep - fill + 1``).
 
 Soundness does not depend on any of this: the falsifier only ever returns a session that
 :func:`tailguard.pipeline.model.replay` reproduces (a loss at its last append and none
@@ -264,7 +266,7 @@ def falsify(policy: Policy, profile: Profile = DEFAULT_PROFILE, steps: int = STE
     return None
 
 
-def _branch(trunk: _Run, target: tuple[str, int, int], tail: tuple[int, int], fill_m: int,
+def _branch(trunk: _Run, target: Target, tail: tuple[int, int], fill_m: int,
             used: dict[tuple[int, int, Target, tuple[int, int], int], int],
             budget: _Budget) -> Found | None:
     """From the trunk's state: pad ``unit`` to ``goal`` (counting the tail turns), append the

@@ -27,8 +27,7 @@ from tailguard.pipeline.encode import (
     needed_window,
     shape_of,
 )
-from tailguard.pipeline.falsify import STEPS as FALSIFY_STEPS
-from tailguard.pipeline.falsify import falsify
+from tailguard.pipeline.falsify import STEPS as FALSIFY_STEPS, falsify
 from tailguard.pipeline.houdini import houdini
 from tailguard.pipeline.model import (
     DEFAULT_PROFILE,

@@ -12,8 +12,8 @@ files instead (what ``tailguard check-config DIR/*.toml`` reads), ``--shape NAME
 The generator (seeded, deterministic): model windows of 32k, 64k, 128k, 200k, 400k and 1M
 tokens; chatty turns (at most 500, 1,000 or 2,000 tokens) and tool-heavy ones (5,000, 8,000
 or 20,000), of 1 to 6 messages; floors in tokens, messages or turns; base prompts of 1,000 to
-8,000 tokens; six shapes, the five of the 40-policy grid (``grid_check_config.py``) and
-truncate-then-compact with keeps of tens of thousands of tokens:
+8,000 tokens; seven shapes, the five of the 40-policy grid (``grid_check_config.py``) and
+truncate-then-compact with keeps of tens of thousands of tokens, and a mixed one:
 
 - ``langchain-trim``: compact at a fraction of the window, keep the newest 20 messages,
   the summarizer shown the newest 4,000 tokens (``summary = "message"``, ``clip``);
@@ -25,7 +25,9 @@ truncate-then-compact with keeps of tens of thousands of tokens:
 - ``truncate-then-compact``: truncate at the window, then compact at a trigger drawn near the
   boundary ``window - turn_max + 1`` (one side or the other, so about half are safe by a
   hair and half fail at the first turn that crosses it), keeping 20,000 to 90,000 tokens;
-  the shape of the four held-out policies a user found ``unknown``.
+  the shape of the four held-out policies a user found ``unknown``;
+- ``mixed``: a compact stage keeping tokens, messages or turns, either summary placement, an
+  input limit or none, before, after or without a truncator in tokens or messages.
 
 Each shape's knobs are jittered (fractions, keeps, floors, summary sizes) so that boundary
 cases on both sides occur. Times are CPU seconds of this process (``time.process_time``):
@@ -45,7 +47,7 @@ WINDOWS = (32_000, 64_000, 128_000, 200_000, 400_000, 1_000_000)
 CHATTY = (500, 1_000, 2_000)
 TOOL_HEAVY = (5_000, 8_000, 20_000)
 SHAPES = ("langchain-trim", "langchain-window", "seed-repaired", "compact-then-truncate",
-          "codex-like", "truncate-then-compact")
+          "codex-like", "truncate-then-compact", "mixed")
 
 
 def _stage(**knobs: object) -> str:
@@ -60,6 +62,28 @@ def _floor(rng: random.Random, w: int, turn_max: int, mhi: int) -> tuple[str, in
     if unit == "messages":
         return unit, rng.choice((4, 8, 20, 40, 4 * mhi))
     return unit, rng.choice((2, 5, 8, 20))
+
+
+def _mixed(rng: random.Random, w: int, turn_max: int, summary: int) -> str:
+    """A compact stage with any keep unit, placement and input limit, before, after or
+    without a truncator in tokens or messages."""
+    keep_unit = rng.choice(("tokens", "messages", "turns"))
+    keep = {"tokens": rng.randint(min(turn_max, w // 4), w // 2), "messages": rng.randint(2, 60),
+            "turns": rng.randint(1, 30)}[keep_unit]
+    knobs: dict[str, object] = {"kind": "compact", "trigger_unit": "tokens",
+                                "trigger": rng.randint(w // 2, w), "keep_unit": keep_unit,
+                                "keep": keep, "summary_tokens": summary}
+    if rng.random() < 0.4:
+        knobs["summary"] = "message"
+    if rng.random() < 0.3:
+        knobs["input_limit"] = rng.choice((4_000, w // 4, w))
+    if rng.random() < 0.3:
+        truncate = _stage(kind="truncate", unit="messages", limit=rng.randint(50, 2_000))
+    else:
+        truncate = _stage(kind="truncate", unit="tokens", limit=max(w // 2, w - rng.randint(0, 3 * turn_max)))
+    order = rng.random()
+    compact = _stage(**knobs)
+    return truncate + compact if order < 0.4 else compact + truncate if order < 0.8 else compact
 
 
 def policy_text(index: int, rng: random.Random, shape: str | None = None) -> tuple[str, str]:
@@ -96,6 +120,8 @@ def policy_text(index: int, rng: random.Random, shape: str | None = None) -> tup
         body = _stage(kind="truncate", unit="tokens", limit=w * 95 // 100) + _stage(
             kind="compact", trigger_unit="tokens", trigger=w * 9 // 10, keep_unit="turns",
             keep=rng.choice((4, 8, 16)), summary_tokens=summary)
+    elif shape == "mixed":
+        body = _mixed(rng, w, turn_max, summary)
     else:  # truncate-then-compact near the boundary window - turn_max + 1
         edge = w - turn_max + 1
         trigger = edge + rng.choice((-1000, -1, 0, 1, 2, 100))

@@ -79,10 +79,11 @@ def _well_formed(policy: Policy, session: Session) -> None:
 
 
 def test_user_policy_is_unsafe_at_any_budget() -> None:
-    """The user's shape: unsafe with a replayed trace, even at a budget of 1M units, where
-    the bounded search alone answers ``unknown``."""
+    """The user's shape: unsafe with a replayed trace, at the default budget and at
+    ``--budget 10`` (10M z3 units a query, 6,000 falsifier appends), where the bounded search
+    alone answers ``unknown``."""
     policy = parse_policy(USER, "user.toml")
-    for budget in (Budget(), Budget.of(1)):
+    for budget in (Budget(), Budget.of(10)):
         d = decide(policy, budget)
         assert d.verdict == "unsafe", d.detail
         assert d.method.startswith("falsifier"), d.method

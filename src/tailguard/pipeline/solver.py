@@ -48,6 +48,7 @@ Verdict = Literal["safe", "unsafe", "unknown"]
 MILLION = 1_000_000
 FAR = 4  # a policy that cannot fail within FAR * quick_depth appends is checked concretely first
 DEFAULT_BUDGET = 100  # check-config --budget: millions of z3 resource units (rlimit)
+FALSIFY_PER_UNIT = FALSIFY_STEPS // DEFAULT_BUDGET  # falsifier model appends per --budget unit
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ class Budget:
     certificate obligation, one Houdini round); ``spacer_rlimit`` for the invariant
     search; ``search_rlimit`` for the bounded search beyond ``quick_depth`` before the
     invariant search starts (it ends at the first depth whose cumulative count passes it,
-    and resumes after). ``units`` is the ``--budget`` figure the three came from."""
+    and resumes after). ``units`` is the ``--budget`` figure the three came from;
+    ``falsify_steps`` (600 a unit) the model appends the concrete falsifier may run, counted
+    in work like the rest."""
 
     depth: int = 150
     quick_depth: int = 16
@@ -67,14 +70,14 @@ class Budget:
     search_rlimit: int = DEFAULT_BUDGET * MILLION
     max_window: int = 24
     units: int = DEFAULT_BUDGET
-    falsify_steps: int = FALSIFY_STEPS  # model appends the concrete falsifier may run
+    falsify_steps: int = DEFAULT_BUDGET * FALSIFY_PER_UNIT  # model appends the falsifier may run
 
     @classmethod
     def of(cls, units: int = DEFAULT_BUDGET, depth: int = 150) -> Budget:
         """The budget ``check-config --budget units --depth depth`` sets."""
         each = units * MILLION
         return cls(depth=depth, rlimit=each, spacer_rlimit=each, search_rlimit=each,
-                   units=units)
+                   units=units, falsify_steps=units * FALSIFY_PER_UNIT)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from tailguard.pipeline.explorer import explore
 from tailguard.pipeline.falsify import falsify
 from tailguard.pipeline.model import Finding, Session, replay, spill_modes
 from tailguard.pipeline.policy import Policy, parse_policy
-from tailguard.pipeline.solver import FAR, Budget, decide, fails_late, own_context
+from tailguard.pipeline.solver import Budget, decide, fails_late, own_context
 from tests.test_pipeline_agreement import policies
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,5 +203,6 @@ def test_fails_late_is_sound(policy: Policy) -> None:
 def test_fails_late_gate_on_real_sizes() -> None:
     """The gate is open at real sizes and closed where the first loss can be shallow."""
     policy = parse_policy(USER, "user.toml")
-    assert fails_late(policy, FAR * Budget().quick_depth)
-    assert not fails_late(policy.with_knob("turn_max", 20000), FAR * Budget().quick_depth)
+    depth = Budget().quick_depth
+    assert fails_late(policy, depth)
+    assert not fails_late(policy.with_knob("turn_max", 20000), depth)  # 10 turns reach the window

@@ -46,7 +46,6 @@ Verdict = Literal["safe", "unsafe", "unknown"]
 
 
 MILLION = 1_000_000
-FAR = 4  # a policy that cannot fail within FAR * quick_depth appends is checked concretely first
 DEFAULT_BUDGET = 100  # check-config --budget: millions of z3 resource units (rlimit)
 FALSIFY_PER_UNIT = FALSIFY_STEPS // DEFAULT_BUDGET  # falsifier model appends per --budget unit
 
@@ -342,7 +341,7 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         got = certified(lemma, "inductive occupancy bounds")
         if isinstance(got, Decision):
             return got
-    far = fails_late(policy, FAR * budget.quick_depth)
+    far = fails_late(policy, budget.quick_depth)
     quick = None if far else search(budget.quick_depth)  # nothing fails that early
     if isinstance(quick, Decision):
         return quick

@@ -206,3 +206,58 @@ def test_fails_late_gate_on_real_sizes() -> None:
     depth = Budget().quick_depth
     assert fails_late(policy, depth)
     assert not fails_late(policy.with_knob("turn_max", 20000), depth)  # 10 turns reach the window
+
+
+# f119 of a fuzz run: the LangChain window shape whose proof needs "once a summary exists, at
+# least 26 messages stay verbatim" (the floor), beyond the 24 turns Houdini tried before: it
+# took Spacer 21 to 33 s of CPU, now Houdini 0.1 s
+TAIL_FLOOR = """
+name = "tail-floor"
+window = 32000
+base_tokens = 4000
+turn_tokens = [1, 500]
+floor = 26
+floor_unit = "messages"
+
+[[stage]]
+kind = "compact"
+trigger_unit = "tokens"
+trigger = 17193
+keep_unit = "messages"
+keep = 35
+summary_tokens = 4000
+summary = "message"
+
+[[stage]]
+kind = "truncate"
+unit = "tokens"
+limit = 31405
+"""
+
+
+def test_houdini_keeps_the_floor_at_real_sizes() -> None:
+    policy = parse_policy(TAIL_FLOOR, "tail-floor.toml")
+    d = decide(policy)
+    assert d.verdict == "safe" and d.method.startswith("inductive occupancy bounds"), d
+    # one message more in the floor than the tail can hold: the falsifier breaks it
+    broken = parse_policy(TAIL_FLOOR.replace("floor = 26", "floor = 36"), "tail-floor-36.toml")
+    d = decide(broken)
+    assert d.verdict == "unsafe" and d.method.startswith("falsifier"), d
+    found, at = replay(broken, d.trace, "partitioned", d.messages, frozenset(d.failures))
+    assert at == len(d.trace) and found
+
+
+def test_an_unsound_invariant_is_never_a_proof(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Break the proof shortcut on purpose: Houdini hands over a lemma that excludes every
+    loss but is not inductive (occupancy at most 100,000 tokens, on the user's unsafe shape).
+    The certificate re-check refuses it and the verdict is the real one."""
+    from tailguard.pipeline.encode import occupancy
+
+    policy = parse_policy(USER, "user.toml")
+
+    def bogus(*args: object, **kw: object) -> object:
+        return lambda s: occupancy(policy, s, "tokens") <= 100_000
+
+    monkeypatch.setattr("tailguard.pipeline.solver.houdini", bogus)
+    d = decide(policy)
+    assert d.verdict == "unsafe", d

@@ -209,8 +209,9 @@ def test_fails_late_gate_on_real_sizes() -> None:
 
 
 # f119 of a fuzz run: the LangChain window shape whose proof needs "once a summary exists, at
-# least 26 messages stay verbatim" (the floor), beyond the 24 turns Houdini tried before: it
-# took Spacer 21 to 33 s of CPU, now Houdini 0.1 s
+# least 35 turns stay verbatim" (a kept tail, more than the floor's 26 messages), beyond the
+# 24 turns Houdini tried before: it took Spacer 21 to 33 s of CPU, now Houdini 0.1 s (without
+# the new lower bounds this test fails: Spacer proves it)
 TAIL_FLOOR = """
 name = "tail-floor"
 window = 32000

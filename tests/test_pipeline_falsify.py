@@ -136,7 +136,7 @@ def _z3_accepts(policy: Policy, session: Session) -> bool:
 
 def test_z3_encoding_accepts_falsifier_sessions() -> None:
     """The falsifier's sessions are sessions of the z3 side too (same inputs, same step of
-    the first loss), on policies small enough to encode exactly."""
+    the first loss): on generated policies whose window is exact, and on the user's shape."""
     small = [p for p in _generated(every=3) if needed_window(p) <= 24]
     checked = 0
     with own_context():
@@ -148,6 +148,9 @@ def test_z3_encoding_accepts_falsifier_sessions() -> None:
             checked += 1
             if checked == 4:
                 break
+        user = parse_policy(USER, "user.toml")  # and the user's 99-append session (about 1 s)
+        got = falsify(user)
+        assert got is not None and _z3_accepts(user, got.session)
     assert checked >= 2
 
 

@@ -360,9 +360,11 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
                     failures=tuple(sorted(session.failures)),
                     method=f"falsifier: {got.family} ({len(session.sizes)} appends), replayed")
 
-    # ordering only (never changes a verdict): at real sizes (a tail wider than the exact
-    # window the solver can afford) the first loss is usually deep; the concrete falsifier
-    # tries the structured families before the bounded search goes deeper
+    # ordering only (never turns safe into unsafe or back: it only decides sooner what the
+    # bounded search would find, or would run out of budget on): at real sizes (a tail wider
+    # than the exact window the solver can afford, or no loss possible within the quick
+    # depth) the first loss is usually deep; the concrete falsifier tries the structured
+    # families before the bounded search goes deeper
     if (not exact or far) and (early := concrete()) is not None:
         return early
     # search deeper, within a resource budget, before Spacer, which is slow on deep

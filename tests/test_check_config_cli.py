@@ -47,12 +47,15 @@ def test_unsafe_exit_1_same_json_shape_for_several() -> None:
 
 
 def test_unknown_exit_3_names_budget() -> None:
-    # a small solver budget (5M units, not the default 100M) runs out in seconds, not a minute
-    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5", "--budget", "5", OPENHANDS)
+    # a small solver budget (1M units, not the default 100M) runs out in seconds, not a
+    # minute; a safe policy (the concrete falsifier breaks the unsafe examples at any budget,
+    # and never proves anything), whose proof needs more than 1M units
+    halt = str(Path(OPENHANDS).with_name("deepagents-offload-halt.toml"))
+    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "5", "--budget", "1", halt)
     assert code == 3
     data = one(out)
     assert data["verdict"] == "unknown" and "budget" in data["unknown_reason"]
-    assert "--depth 5" in data["unknown_reason"] and "(now 5)" in data["unknown_reason"]
+    assert "--depth 5" in data["unknown_reason"] and "(now 1)" in data["unknown_reason"]
     assert data["exhausted"] in ("depth", "budget")
 
 

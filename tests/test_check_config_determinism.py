@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -117,10 +118,13 @@ def test_canonical_trace_leaves_a_non_failing_trace_alone() -> None:
 def test_unknown_names_the_depth_budget() -> None:
     policy = Policy("deep", 1, 1, 0, "turns", (Truncate("turns", 30),
                                                  Compact("turns", 40, "turns", 5, 1)))
-    got = decide(policy, Budget.of(depth=10))
+    solver_alone = replace(Budget.of(depth=10), falsify_steps=0)  # the falsifier off
+    got = decide(policy, solver_alone)
     assert got.verdict == "unknown" and got.exhausted in ("depth", "budget")
     assert "--depth 10" in got.detail
     assert decide(policy).verdict == "unsafe"  # at depth 31: the budget was the reason
+    # the concrete falsifier is not bounded by --depth: it finds the 31-append session
+    assert len(decide(policy, Budget.of(depth=10)).trace) == 31
 
 
 def test_unknown_names_the_solver_budget_and_raising_it_decides(tmp_path: Path) -> None:

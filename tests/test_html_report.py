@@ -294,7 +294,8 @@ def test_check_config_html(tmp_path: Path) -> None:
 def test_check_config_html_unknown(tmp_path: Path) -> None:
     """A budget that runs out: exit 3, and the page says unknown, never safe."""
     report = tmp_path / "u.html"
-    policy = POLICIES["langchain-clipped-summarizer"]
+    policy = POLICIES["deepagents-offload-halt"]  # safe, but not within 1M units (the
+    # concrete falsifier breaks the unsafe examples at any budget)
     code, _, err = run_cli("check-config", "--depth", "1", "--budget", "1", "--html", str(report), str(policy))
     assert code == 3, err
     page = report.read_text(encoding="utf-8")

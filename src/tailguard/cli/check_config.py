@@ -54,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="list the framework presets and the package versions each was validated on")
     parser.add_argument("--budget", type=int, default=100, metavar="N",
                         help="solver budget: N million z3 resource units (rlimit) for each solver "
-                             "query and for the invariant search; counted in work, not time, so "
-                             "the verdict does not depend on the machine (default 100)")
+                             "query and for the invariant search, and N x 600 model appends for "
+                             "the concrete falsifier; counted in work, not time, so the verdict "
+                             "does not depend on the machine (default 100)")
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

@@ -101,6 +101,15 @@ def _verbatim_bounds(policy: Policy) -> list[Lemma]:
     # summary alone, ``summary = "message"``, reads: its floor is the tail's)
     for value in range(1, min(max(values["L"], default=0), AT_LEAST_MAX) + 1):
         out.append(_component("L", value, at_least=True))
+    # beyond AT_LEAST_MAX (real sizes): a tail's turns, and the floor in its own unit (a
+    # lower bound on what stays verbatim once a summary exists: what keeps the floor)
+    for value in sorted(values["L"]):
+        if value > AT_LEAST_MAX:
+            out.append(_component("L", value, at_least=True))
+    floor_of = {"turns": "L", "tokens": "S", "messages": "M"}[policy.floor_unit]
+    if policy.floor > 0 and (floor_of != "M" or shape_of(policy).messages) and \
+            not (floor_of == "L" and policy.floor <= AT_LEAST_MAX):
+        out.append(_component(floor_of, policy.floor, at_least=True))
     if shape_of(policy).unspilled:  # every compaction spilled: the summary holds nothing unspilled
         out.append(_component("U", 0))
     if shape_of(policy).clip:  # no clippable turn has left the window

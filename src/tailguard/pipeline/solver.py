@@ -27,6 +27,7 @@ from tailguard.pipeline.encode import (
     needed_window,
     shape_of,
 )
+from tailguard.pipeline.falsify import STEPS as FALSIFY_STEPS, falsify
 from tailguard.pipeline.houdini import houdini
 from tailguard.pipeline.model import (
     DEFAULT_PROFILE,
@@ -39,13 +40,14 @@ from tailguard.pipeline.model import (
     spill_modes,
     with_static,
 )
-from tailguard.pipeline.policy import Policy
+from tailguard.pipeline.policy import ClipArgs, Compact, Policy, Truncate
 
 Verdict = Literal["safe", "unsafe", "unknown"]
 
 
 MILLION = 1_000_000
 DEFAULT_BUDGET = 100  # check-config --budget: millions of z3 resource units (rlimit)
+FALSIFY_PER_UNIT = FALSIFY_STEPS // DEFAULT_BUDGET  # falsifier model appends per --budget unit
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ class Budget:
     certificate obligation, one Houdini round); ``spacer_rlimit`` for the invariant
     search; ``search_rlimit`` for the bounded search beyond ``quick_depth`` before the
     invariant search starts (it ends at the first depth whose cumulative count passes it,
-    and resumes after). ``units`` is the ``--budget`` figure the three came from."""
+    and resumes after). ``units`` is the ``--budget`` figure the three came from;
+    ``falsify_steps`` (600 a unit) the model appends the concrete falsifier may run, counted
+    in work like the rest."""
 
     depth: int = 150
     quick_depth: int = 16
@@ -65,13 +69,14 @@ class Budget:
     search_rlimit: int = DEFAULT_BUDGET * MILLION
     max_window: int = 24
     units: int = DEFAULT_BUDGET
+    falsify_steps: int = DEFAULT_BUDGET * FALSIFY_PER_UNIT  # model appends the falsifier may run
 
     @classmethod
     def of(cls, units: int = DEFAULT_BUDGET, depth: int = 150) -> Budget:
         """The budget ``check-config --budget units --depth depth`` sets."""
         each = units * MILLION
         return cls(depth=depth, rlimit=each, spacer_rlimit=each, search_rlimit=each,
-                   units=units)
+                   units=units, falsify_steps=units * FALSIFY_PER_UNIT)
 
 
 @dataclass(frozen=True)
@@ -247,6 +252,26 @@ def own_context() -> Iterator[None]:
         z3.z3._main_ctx = saved
 
 
+def fails_late(policy: Policy, depth: int) -> bool:
+    """Whether no stage can fire and no window overflow within ``depth`` appends: every
+    token threshold (trigger, truncate limit, window) above ``base_tokens`` plus ``depth``
+    largest turns, every turn or message threshold above ``depth`` turns of the most
+    messages. Then every failing session is longer than ``depth`` (a loss needs a stage to
+    fire or the window to overflow) and the bounded search up to ``depth`` could not find
+    one; the concrete falsifier goes first (its session need not be the shortest)."""
+    per = {"tokens": policy.turn_max, "turns": 1, "messages": policy.messages_per_turn[1]}
+    start = {"tokens": policy.base_tokens, "turns": 0, "messages": 0}
+    lowest: list[tuple[str, int]] = [("tokens", policy.window + 1)] if policy.window else []
+    for s in policy.stages:
+        if isinstance(s, Truncate):
+            lowest.append((s.unit, s.limit + 1))
+        elif isinstance(s, Compact):
+            lowest += [pair for clause in s.clauses for pair in clause]
+        elif isinstance(s, ClipArgs):
+            lowest.append((s.trigger_unit, s.trigger))
+    return bool(lowest) and all(t > start[u] + depth * per[u] for u, t in lowest)
+
+
 def decide(
     policy: Policy,
     budget: Budget | None = None,
@@ -316,14 +341,39 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         got = certified(lemma, "inductive occupancy bounds")
         if isinstance(got, Decision):
             return got
-    quick = search(budget.quick_depth)
+    far = fails_late(policy, budget.quick_depth)
+    quick = None if far else search(budget.quick_depth)  # nothing fails that early
     if isinstance(quick, Decision):
         return quick
-    # ordering only (never changes a verdict): search deeper, within a resource budget,
-    # before Spacer, which is slow on deep counterexamples
+
+    def concrete() -> Decision | None:
+        """The falsifier (:mod:`tailguard.pipeline.falsify`): a session of the structured
+        families that the model replays, or ``None``; never a verdict without a trace."""
+        got = falsify(policy, profile, budget.falsify_steps)
+        if got is None:
+            return None
+        session = got.session
+        found, at = replay(policy, session.sizes, profile, session.messages, session.failures)
+        if at != len(session.sizes) or not found:  # falsify replays already: belt and braces
+            return None
+        return done("unsafe", tuple(found), trace=session.sizes, messages=session.messages,
+                    failures=tuple(sorted(session.failures)),
+                    method=f"falsifier: {got.family} ({len(session.sizes)} appends), replayed")
+
+    # ordering only (never turns safe into unsafe or back: it only decides sooner what the
+    # bounded search would find, or would run out of budget on): at real sizes (a tail wider
+    # than the exact window the solver can afford, or no loss possible within the quick
+    # depth) the first loss is usually deep; the concrete falsifier tries the structured
+    # families before the bounded search goes deeper
+    if (not exact or far) and (early := concrete()) is not None:
+        return early
+    # search deeper, within a resource budget, before Spacer, which is slow on deep
+    # counterexamples
     mid = search(budget.depth, budget.search_rlimit) if quick is None else None
     if isinstance(mid, Decision):
         return mid
+    if exact and not far and (late := concrete()) is not None:
+        return late
     outcome, inv = find_invariant(policy, width, budget, profile)
     if outcome == "safe":
         body = inv

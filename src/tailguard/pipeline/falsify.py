@@ -228,7 +228,7 @@ def _trunks(policy: Policy) -> Iterator[tuple[int, int, bool]]:
     fails = (False, True) if "proceed" in modes else (False,)
     for f in fails:
         for size in fill_sizes(policy):
-            for m in dict.fromkeys((mhi, mlo)):
+            for m in dict.fromkeys((mlo, mhi)):
                 yield size, m, f
 
 

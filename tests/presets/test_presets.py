@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.metadata as md
 import io
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -193,15 +192,13 @@ def test_the_example_set_is_the_documented_one() -> None:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_examples_at_real_sizes(path: Path) -> None:
-    """Each preset's shipped defaults at real sizes: the documented verdict, in < 10 s."""
-    start = time.perf_counter()
+    """Each preset's shipped defaults at real sizes: the documented verdict (how long a verdict
+    takes is measured by benchmarks/bench_real_size.py, not by a timed test)."""
     _code, out, err = cli("--format", "json", str(path))
-    seconds = time.perf_counter() - start
     entry = json.loads(out)["policies"][0]
     verdict, kinds = EXPECTED[path.name]
     assert entry["verdict"] == verdict, (entry, err)
     assert {f["kind"] for f in entry["findings"]} == kinds
-    assert seconds < 10, f"{path.name}: {seconds:.1f} s"
 
 
 def test_the_policy_schema_names_every_preset() -> None:

@@ -22,16 +22,16 @@ library and the pipeline only: the frameworks are imported by the driver modules
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from tailguard.pipeline.model import Event, State, step
 from tailguard.pipeline.policy import Compact, Policy, parse_policy
 from tailguard.pipeline.presets import find
 
-__all__ = ["MIN_MESSAGE", "Case", "Compaction", "Mismatch", "ModelRun", "Turn", "content", "covers", "holes",
-           "preset_policy", "random_turns"]
+__all__ = ["MIN_MESSAGE", "Case", "Compaction", "Mismatch", "ModelRun", "Turn", "adapter_verdict", "content", "covers",
+           "holes", "knob_label", "preset_policy", "random_turns"]
 
 
 class Mismatch(AssertionError):
@@ -199,3 +199,21 @@ def covers(previous: set[int], real: Compaction) -> set[int]:
 
 def holes(kinds: Sequence[str]) -> bool:
     return any(k.startswith("hole:") for k in kinds)
+
+
+def adapter_verdict(found: Sequence[str], allowed: int, refused: bool, *, must_refuse: bool = False) -> int:
+    """Runtime and config on the same knobs (brief 6d), from an adapter run (``allowed``
+    compactions, then ``refused`` or not) and the preset model's findings on the same session: no
+    refusal where the model finds nothing, a refusal where ``must_refuse``. Returns ``allowed``."""
+    if refused and not found:
+        raise Mismatch(f"the adapter refused compaction {allowed + 1}, where the preset's model finds no hole",
+                       allowed + 1)
+    if must_refuse and not refused:
+        raise Mismatch(f"the adapter allowed all {allowed} compactions of a session where the preset's model "
+                       f"finds {list(found)[:3]}", allowed)
+    return allowed
+
+
+def knob_label(k: Mapping[str, Any], session: Sequence[Turn]) -> str:
+    """A case's label: its knobs and the session's length."""
+    return f"knobs {dict(k)}, {len(session)} turns"

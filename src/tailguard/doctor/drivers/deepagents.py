@@ -38,7 +38,17 @@ from tailguard.doctor.drivers.langchain_messages import (
     turn_messages,
     turn_of,
 )
-from tailguard.doctor.harness import Case, Mismatch, ModelRun, Turn, covers, preset_policy, random_turns
+from tailguard.doctor.harness import (
+    Case,
+    Mismatch,
+    ModelRun,
+    Turn,
+    adapter_verdict,
+    covers,
+    knob_label,
+    preset_policy,
+    random_turns,
+)
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 
 __all__ = ["PRESET_NAME", "SYSTEM", "FlakyBackend", "cases", "random_knobs", "run", "toml_knobs"]
@@ -183,19 +193,11 @@ def run_adapter(session: list[Turn], k: dict[str, Any]) -> tuple[int, bool]:
 
 
 def adapter_agrees(session: list[Turn], k: dict[str, Any], *, must_refuse: bool = False) -> int:
-    found = model_findings(session, k)
-    allowed, refused = run_adapter(session, k)
-    if refused and not found:
-        raise Mismatch(f"the adapter refused compaction {allowed + 1}, where the preset's model finds no hole",
-                       allowed + 1)
-    if must_refuse and not refused:
-        raise Mismatch(f"the adapter allowed all {allowed} compactions of a session where the preset's model "
-                       f"finds {found[:3]}", allowed)
-    return allowed
+    """The adapter and the preset's model on ``session`` (:func:`~tailguard.doctor.harness.adapter_verdict`)."""
+    return adapter_verdict(model_findings(session, k), *run_adapter(session, k), must_refuse=must_refuse)
 
 
-def _label(k: dict[str, Any], session: list[Turn]) -> str:
-    return f"knobs {k}, {len(session)} turns"
+_label = knob_label
 
 
 def cases(rng: random.Random, sessions: int) -> list[Case]:

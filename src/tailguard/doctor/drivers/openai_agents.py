@@ -97,9 +97,14 @@ def items_of(index: int, turn: Turn) -> list[Any]:
         return [{"role": "user", "content": texts[0]}]
     if turn.kind == "ai":
         return [{"role": "assistant", "content": texts[0]}]
-    call = f"call_{index}"
-    return [{"type": "function_call", "call_id": call, "name": "lookup", "arguments": texts[0]},
-            {"type": "function_call_output", "call_id": call, "output": texts[1]}]
+    out: list[Any] = []  # a tool turn: its calls and their outputs in pairs, an odd last message an answer
+    for j in range(0, len(texts) - 1, 2):
+        call = f"call_{index}" if j == 0 else f"call_{index}_{j // 2}"
+        out += [{"type": "function_call", "call_id": call, "name": "lookup", "arguments": texts[j]},
+                {"type": "function_call_output", "call_id": call, "output": texts[j + 1]}]
+    if len(texts) % 2:
+        out.append({"role": "assistant", "content": texts[-1]})
+    return out
 
 
 def turn_tags(items: Sequence[Any]) -> dict[int, int]:

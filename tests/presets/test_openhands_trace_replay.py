@@ -49,7 +49,7 @@ from openhands.sdk.testing import TestLLM
 
 from tailguard.pipeline.model import Finding, floor_turns
 from tailguard.pipeline.policy import Policy, parse_policy
-from tailguard.pipeline.presets.openhands import KNOBS, PREVIEW_CHARS, token_limit
+from tailguard.pipeline.presets.openhands import KNOBS, PREVIEW_CHARS, shown_whole, token_limit
 from tailguard.pipeline.solver import Budget, decide
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,8 @@ class MarkerLLM(TestLLM):
     def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
         prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
         text = "SUMMARY " + " ".join(f"[t{t}]" for t in sorted({int(x) for x in TAG.findall(prompt)}))
-        self._scripted_responses.append(Message(role="assistant", content=[TextContent(text=text.ljust(self.pad, "s"))]))
+        reply = TextContent(text=text.ljust(self.pad, "s"))
+        self._scripted_responses.append(Message(role="assistant", content=[reply]))
         return super().completion(messages, *args, **kwargs)
 
 
@@ -160,14 +161,19 @@ def test_every_unsafe_example_replays_on_the_sdk(path: Path) -> None:
     assert not any(s.holes or s.floor or s.forgotten for s in steps[:-1]), (path.name, steps[:-1])
     last, holes, floor = steps[-1], named(got.findings, "hole"), named(got.findings, "floor")
     stages = {f.stage for f in got.findings}
-    if stages == {0}:  # the events rule: exact
+    if stages == {0}:  # the events rule (no shipped example today): the SDK forgets what the model
+        # deletes (test_openhands_preset.py); the losses are exact when what the model calls shown
+        # in part is cut by the SDK too (`event_preview`): every event over 500 characters, or
+        # every event shown whole (max_event_chars <= 500). Otherwise write the relation here.
+        assert shown_whole(knobs) or all(size > PREVIEW_CHARS for size in sizes[1:]), (path.name, sizes)
         assert (last.holes, last.floor) == (holes, floor), (path.name, sizes, last, holes, floor)
         return
     # The token rule (stage 1), as declared (`token_rule_keeps_nothing`, docs/presets/openhands.md):
     # the model keeps no tail, the SDK forgets the shortest run of events after the first
     # keep_first whose tokens exceed total - limit // 2 (get_shortest_prefix_above_token_count)
-    # and keeps the newest rest; so the SDK forgets exactly that run, every forgotten event (over 500 characters: `event_preview`) loses its
-    # marker, and the SDK's losses are the model's restricted to what the SDK forgot.
+    # and keeps the newest rest; so the SDK forgets exactly that run, every forgotten event (over
+    # 500 characters: `event_preview`) loses its marker, and the SDK's losses are the model's
+    # restricted to what the SDK forgot.
     assert stages == {1}, got.findings
     limit, first = token_limit(knobs), knobs["keep_first"]
     assert limit is not None and sum(sizes) > limit >= sum(sizes[:-1])  # the same trigger: the last event
@@ -188,7 +194,7 @@ def window_policy_has_no_sdk_counterpart(policy: Policy, findings: tuple[Finding
     before the summarizer. openhands-sdk has no such condenser, so the trace has nothing real to
     run on: its only loss is the truncate stage's, and the SDK exports no window condenser (if it
     gains one, this fails: replay the trace on it)."""
-    assert [s.kind for s in policy.stages][0] == "truncate"
+    assert [s.kind for s in policy.stages] == ["truncate", "compact"]
     assert {f.stage for f in findings} == {0} and {f.kind for f in findings} == {"hole"}, findings
     assert set(sdk_condensers.__all__) == {"CondenserBase", "RollingCondenser", "NoOpCondenser",
                                            "PipelineCondenser", "LLMSummarizingCondenser",

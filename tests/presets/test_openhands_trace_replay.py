@@ -17,6 +17,7 @@ not in the view verbatim is a floor loss.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -140,15 +141,16 @@ def named(findings: tuple[Finding, ...], kind: str) -> set[int]:
     return {o for f in findings if f.kind == kind for o in f.offsets}
 
 
-def unsafe_examples() -> list[Path]:
-    return [p for p in EXAMPLES if decide(parse_policy(p.read_text(), str(p)), Budget()).verdict == "unsafe"]
+@functools.cache
+def decided(path: Path) -> tuple[str, Policy, Any]:
+    text = path.read_text()
+    policy = parse_policy(text, str(path))
+    return text, policy, decide(policy, Budget())
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_every_unsafe_example_replays_on_the_sdk(path: Path) -> None:
-    text = path.read_text()
-    policy = parse_policy(text, str(path))
-    got = decide(policy, Budget())
+    text, policy, got = decided(path)
     assert got.verdict in ("safe", "unsafe"), (path.name, got.detail)
     if got.verdict == "safe":
         return  # safe verdicts are test_openhands_preset.py's (random sessions on the SDK)
@@ -203,4 +205,5 @@ def window_policy_has_no_sdk_counterpart(policy: Policy, findings: tuple[Finding
 
 def test_the_unsafe_set_is_the_expected_one() -> None:
     """The replay is not vacuous: the defaults replay on the SDK, the window policy is declared."""
-    assert [p.name for p in unsafe_examples()] == ["openhands-window-then-summarizer.toml", "openhands-defaults.toml"]
+    unsafe = [p.name for p in EXAMPLES if decided(p)[2].verdict == "unsafe"]
+    assert unsafe == ["openhands-window-then-summarizer.toml", "openhands-defaults.toml"]

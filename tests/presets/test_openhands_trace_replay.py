@@ -1,0 +1,209 @@
+"""check-config's ``unsafe`` verdicts on the OpenHands examples replayed through the SDK (brief 6d,
+issue 26 item 2), as tests/presets/test_trace_replay.py does for LangChain and langmem.
+
+Every ``examples/presets/openhands-*.toml`` and ``examples/policies/openhands-*.toml`` that
+``check-config`` calls unsafe: its printed session goes event by event through the SDK's real
+``LLMSummarizingCondenser`` (openhands-sdk, Python >= 3.12, ``.venvs/py3.12-openhands``), the view
+rebuilt with ``View.from_events`` and condensed after each event as the agent does, each
+``Condensation`` appended to the log. Event ``i`` is the model's turn ``i`` (turn 0 the system
+prompt event, which the preset pins: offsets map one to one); its text is ``size`` characters,
+its marker ``[tI]`` at the end, so a text the summarizer is shown cut (``N_CHAR_PREVIEW``) loses
+it. The summarizer is the SDK's ``TestLLM`` writing back every marker its prompt holds, padded to
+``summary_tokens`` characters; the agent LLM (a ``TestLLM`` with the example's window) counts one
+token per character, so the token rule sees the trace's sizes. The marker oracle after each
+event: a marker in no event of the view (nor the summary in it) is lost (a hole); a floor event
+not in the view verbatim is a floor loss.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if sys.version_info < (3, 12):
+    pytest.skip("openhands-sdk requires Python >= 3.12 (pip on 3.11 finds no version); CI runs this "
+                "file in .venvs/py3.12-openhands (.ci/versions)", allow_module_level=True)
+
+from tests.presets.harness import REQUIRE
+
+# offline: litellm reads its bundled model map instead of fetching it; no banner on import
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
+if not REQUIRE:  # CI (TAILGUARD_REQUIRE_FRAMEWORKS=1): a missing SDK fails, never skips
+    pytest.importorskip("openhands.sdk", reason="install the openhands extra (Python >= 3.12)")
+
+import openhands.sdk.context.condenser as sdk_condensers
+from openhands.sdk.context.condenser import LLMSummarizingCondenser
+from openhands.sdk.context.view import View
+from openhands.sdk.event import Condensation, MessageEvent, SystemPromptEvent
+from openhands.sdk.event.base import Event as SdkEvent, LLMConvertibleEvent
+from openhands.sdk.llm import Message, TextContent
+from openhands.sdk.testing import TestLLM
+
+from tailguard.pipeline.model import Finding, floor_turns
+from tailguard.pipeline.policy import Policy, parse_policy
+from tailguard.pipeline.presets.openhands import KNOBS, PREVIEW_CHARS, shown_whole, token_limit
+from tailguard.pipeline.solver import Budget, decide
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted([*(ROOT / "examples" / "presets").glob("openhands-*.toml"),
+                   *(ROOT / "examples" / "policies").glob("openhands-*.toml")])
+TAG = re.compile(r"\[t(\d+)\]")
+
+
+def text_of(index: int, size: int) -> str:
+    """``size`` characters (one token each for the agent LLM), the marker last."""
+    tag = f"[t{index}]"
+    return "x" * max(0, size - len(tag)) + tag
+
+
+class MarkerLLM(TestLLM):
+    """The summarizer: the SDK's ``TestLLM`` answering with every marker its prompt holds (what
+    it read), padded to ``summary_tokens`` characters."""
+
+    __test__ = False
+    pad: int = 0
+
+    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+        prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
+        text = "SUMMARY " + " ".join(f"[t{t}]" for t in sorted({int(x) for x in TAG.findall(prompt)}))
+        reply = TextContent(text=text.ljust(self.pad, "s"))
+        self._scripted_responses.append(Message(role="assistant", content=[reply]))
+        return super().completion(messages, *args, **kwargs)
+
+
+class CharCountLLM(TestLLM):
+    """The agent's LLM: one token per character of the messages' text (the trace's sizes)."""
+
+    __test__ = False
+
+    def get_token_count(self, messages: list[Message], *args: Any, **kwargs: Any) -> int:
+        return sum(len(c.text) for m in messages for c in m.content if isinstance(c, TextContent))
+
+
+@dataclass
+class Step:
+    """After one event: the markers lost, the floor events out of the view, what the SDK forgot."""
+
+    holes: set[int] = field(default_factory=set)
+    floor: set[int] = field(default_factory=set)
+    forgotten: set[int] = field(default_factory=set)
+
+
+def knobs_of(text: str) -> dict[str, Any]:
+    values = {k.name: k.default for k in KNOBS}
+    table = dict(tomllib.loads(text)["framework"])
+    table.pop("name")
+    return {**values, **table}
+
+
+def replay(policy: Policy, knobs: dict[str, Any], sizes: list[int]) -> list[Step]:
+    summarizer = MarkerLLM(model="test-model", usage_id="condenser", pad=knobs["summary_tokens"])
+    agent = CharCountLLM(model="test-model", usage_id="agent", max_input_tokens=knobs["window"])
+    condenser = LLMSummarizingCondenser(llm=summarizer, max_size=knobs["max_size"], keep_first=knobs["keep_first"],
+                                        max_tokens=token_limit(knobs))
+    log: list[SdkEvent] = []
+    index_of: dict[str, int] = {}
+    steps = []
+    for index, size in enumerate(sizes):
+        text = text_of(index, size)
+        ev: SdkEvent = (SystemPromptEvent(source="agent", system_prompt=TextContent(text=text), tools=[])
+                        if index == 0 else
+                        MessageEvent(source="user" if index % 2 else "agent",
+                                     llm_message=Message(role="user" if index % 2 else "assistant",
+                                                         content=[TextContent(text=text)])))
+        index_of[ev.id] = index
+        log.append(ev)
+        result = condenser.condense(View.from_events(log), agent_llm=agent)
+        step = Step()
+        if isinstance(result, Condensation):
+            step.forgotten = {index_of[i] for i in result.forgotten_event_ids if i in index_of}
+            log.append(result)
+        view = View.from_events(log)
+        held = "\n".join(c.text for m in LLMConvertibleEvent.events_to_messages(view.events) for c in m.content
+                         if isinstance(c, TextContent))  # what the agent's LLM is sent
+        step.holes = set(range(index + 1)) - {int(x) for x in TAG.findall(held)}
+        verbatim = {index_of[e.id] for e in view.events if e.id in index_of}
+        step.floor = set(floor_turns(policy, sizes[: index + 1])) - verbatim
+        steps.append(step)
+    return steps
+
+
+def named(findings: tuple[Finding, ...], kind: str) -> set[int]:
+    return {o for f in findings if f.kind == kind for o in f.offsets}
+
+
+@functools.cache
+def decided(path: Path) -> tuple[str, Policy, Any]:
+    text = path.read_text()
+    policy = parse_policy(text, str(path))
+    return text, policy, decide(policy, Budget())
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_unsafe_example_replays_on_the_sdk(path: Path) -> None:
+    text, policy, got = decided(path)
+    assert got.verdict in ("safe", "unsafe"), (path.name, got.detail)
+    if got.verdict == "safe":
+        return  # safe verdicts are test_openhands_preset.py's (random sessions on the SDK)
+    if "framework" not in tomllib.loads(text):
+        window_policy_has_no_sdk_counterpart(policy, got.findings)
+        return
+    knobs = knobs_of(text)
+    sizes = list(got.trace)
+    steps = replay(policy, knobs, sizes)
+    assert not any(s.holes or s.floor or s.forgotten for s in steps[:-1]), (path.name, steps[:-1])
+    last, holes, floor = steps[-1], named(got.findings, "hole"), named(got.findings, "floor")
+    stages = {f.stage for f in got.findings}
+    if stages == {0}:  # the events rule (no shipped example today): the SDK forgets what the model
+        # deletes (test_openhands_preset.py); the losses are exact when what the model calls shown
+        # in part is cut by the SDK too (`event_preview`): every event over 500 characters, or
+        # every event shown whole (max_event_chars <= 500). Otherwise write the relation here.
+        assert shown_whole(knobs) or all(size > PREVIEW_CHARS for size in sizes[1:]), (path.name, sizes)
+        assert (last.holes, last.floor) == (holes, floor), (path.name, sizes, last, holes, floor)
+        return
+    # The token rule (stage 1), as declared (`token_rule_keeps_nothing`, docs/presets/openhands.md):
+    # the model keeps no tail, the SDK forgets the shortest run of events after the first
+    # keep_first whose tokens exceed total - limit // 2 (get_shortest_prefix_above_token_count)
+    # and keeps the newest rest; so the SDK forgets exactly that run, every forgotten event (over
+    # 500 characters: `event_preview`) loses its marker, and the SDK's losses are the model's
+    # restricted to what the SDK forgot.
+    assert stages == {1}, got.findings
+    limit, first = token_limit(knobs), knobs["keep_first"]
+    assert limit is not None and sum(sizes) > limit >= sum(sizes[:-1])  # the same trigger: the last event
+    shed, end = sum(sizes) - limit // 2, first
+    while sum(sizes[first:end]) <= shed:
+        end += 1
+    assert end - first >= len(sizes) * 0.1  # above minimum_progress: no hard context reset
+    sdk = set(range(first, end))
+    assert all(sizes[i] > PREVIEW_CHARS for i in sdk)
+    assert last.forgotten == sdk, (path.name, sorted(last.forgotten), sorted(sdk))
+    assert (last.holes, last.floor) == (sdk & holes, sdk & floor), (path.name, last, holes, floor)
+    assert holes == set(range(first, len(sizes))) and sdk < holes  # the model: everything unpinned
+
+
+def window_policy_has_no_sdk_counterpart(policy: Policy, findings: tuple[Finding, ...]) -> None:
+    """A stage policy (no [framework]): openhands-window-then-summarizer.toml models the old
+    OpenHands server's pipeline, a turn-count window (the old repository's window condenser)
+    before the summarizer. openhands-sdk has no such condenser, so the trace has nothing real to
+    run on: its only loss is the truncate stage's, and the SDK exports no window condenser (if it
+    gains one, this fails: replay the trace on it)."""
+    assert [s.kind for s in policy.stages] == ["truncate", "compact"]
+    assert {f.stage for f in findings} == {0} and {f.kind for f in findings} == {"hole"}, findings
+    assert set(sdk_condensers.__all__) == {"CondenserBase", "RollingCondenser", "NoOpCondenser",
+                                           "PipelineCondenser", "LLMSummarizingCondenser",
+                                           "NoCondensationAvailableException", "default_condenser"}
+
+
+def test_the_unsafe_set_is_the_expected_one() -> None:
+    """The replay is not vacuous: the defaults replay on the SDK, the window policy is declared."""
+    unsafe = [p.name for p in EXAMPLES if decided(p)[2].verdict == "unsafe"]
+    assert unsafe == ["openhands-window-then-summarizer.toml", "openhands-defaults.toml"]

@@ -211,12 +211,12 @@ def check_trace(path_or_text: Path | str, *, factory: bool = False) -> list[Find
 
 
 def test_the_defaults_lose_exactly_the_clipped_turns_on_the_real_factory() -> None:
-    """examples/presets/deepagents-defaults.toml: unsafe, the clip of turns [0, 18) at append
-    21; through create_summarization_middleware (create_deep_agent's) those 18 write_file
+    """examples/presets/deepagents-defaults.toml: unsafe, the clip of turns [0, 19) at append
+    21; through create_summarization_middleware (create_deep_agent's) those 19 write_file
     arguments are held nowhere, and nothing else is lost."""
     found = check_trace(DEFAULTS, factory=True)
     assert [(f.kind, f.stage, f.detail) for f in found] == [("hole", 0, ARGS_CLIPPED)]
-    assert found[0].offsets == tuple(range(18))
+    assert found[0].offsets == tuple(range(19))
 
 
 ISSUE = """name = "issue-26"

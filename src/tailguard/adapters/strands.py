@@ -60,7 +60,7 @@ from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
 from tailguard.adapters._sessions import check_state_value, integrity
 from tailguard.adapters._spill_tool import encode_run, encode_spill, read_spill
 from tailguard.base.errors import SnapshotError
-from tailguard.base.vocab import Pair
+from tailguard.base.vocab import NO_HOLE, Pair
 from tailguard.pipeline.presets.strands import SLIDING
 from tailguard.runtime.ledger import Ledger
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
@@ -505,7 +505,7 @@ class GuardedConversationManager(ConversationManager):
                     f"{type(self.inner).__name__} cuts the content of kept messages at offsets "
                     f"{', '.join(f'[{lo}, {hi})' for lo, hi in runs)} (tool results or text blocks cut to head and "
                     "tail previews): a loss inside a message; nothing was changed (on_refuse='spill' keeps the "
-                    "originals)", failed=("no_hole",), holes=runs)
+                    "originals)", failed=(NO_HOLE,), holes=runs)
             try:
                 guard.spill_runs([tracker.interval(k) for k in change.cut],
                                  lambda run: self._payload(guard, run, held, change.cut))

@@ -254,6 +254,26 @@ def _built(memory: Any) -> _Guard:
 
 # == Memory ========================================================================================
 
+class _GuardAccess:
+    """The guard's accessors, shared by both guarded memories (each keeps its ``_Guard`` in the
+    private attribute ``_tg``, set by ``from_defaults``)."""
+
+    _tg: Any
+
+    @property
+    def guard(self) -> CompactionGuard | None:
+        """This process's guard of the session (None before the first put or get)."""
+        return None if self._tg is None or self._tg.cached is None else self._tg.cached.guard
+
+    @property
+    def options(self) -> GuardOptions:
+        return self._tgg.options
+
+    @property
+    def _tgg(self) -> _Guard:
+        return _built(self)
+
+
 class GuardedChatStore(AsyncDBChatStore):
     """A ``Memory``'s store with its flushes decided first: every call goes to ``inner``;
     ``archive_oldest_messages`` asks ``memory`` before it archives anything."""
@@ -305,7 +325,7 @@ class GuardedChatStore(AsyncDBChatStore):
         return "GuardedChatStore"
 
 
-class GuardedMemory(Memory):
+class GuardedMemory(_GuardAccess, Memory):
     """``Memory`` with every flush decided before a message leaves the short-term history.
 
     Build it as ``Memory``: ``GuardedMemory.from_defaults(session_id=..., token_limit=...,
@@ -342,19 +362,6 @@ class GuardedMemory(Memory):
         wrapped._memory = made
         made.sql_store = wrapped
         return made
-
-    @property
-    def guard(self) -> CompactionGuard | None:
-        """This process's guard of the session (None before the first put)."""
-        return None if self._tg is None or self._tg.cached is None else self._tg.cached.guard
-
-    @property
-    def options(self) -> GuardOptions:
-        return self._tgg.options
-
-    @property
-    def _tgg(self) -> _Guard:
-        return _built(self)
 
     # LlamaIndex's sync wrappers (``asyncio_run``) catch a ``RuntimeError`` and retry the spent
     # coroutine ("Detected nested async"): the guard's refusal is one, so it is carried out of
@@ -489,7 +496,7 @@ class GuardedMemory(Memory):
 
 # == ChatSummaryMemoryBuffer =======================================================================
 
-class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
+class GuardedChatSummaryMemoryBuffer(_GuardAccess, ChatSummaryMemoryBuffer):
     """``ChatSummaryMemoryBuffer`` with every ``get()`` decided before the chat store is reset.
 
     Build it as the buffer: ``GuardedChatSummaryMemoryBuffer.from_defaults(llm=..., token_limit=...,
@@ -522,19 +529,6 @@ class GuardedChatSummaryMemoryBuffer(ChatSummaryMemoryBuffer):
         assert isinstance(made, GuardedChatSummaryMemoryBuffer)
         made._tg = _Guard(opts)
         return made
-
-    @property
-    def guard(self) -> CompactionGuard | None:
-        """This process's guard of the session (None before the first get)."""
-        return None if self._tg is None or self._tg.cached is None else self._tg.cached.guard
-
-    @property
-    def options(self) -> GuardOptions:
-        return self._tgg.options
-
-    @property
-    def _tgg(self) -> _Guard:
-        return _built(self)
 
     def get_all(self) -> list[ChatMessage]:
         """A copy (the buffer's split pops from the list it is given; a refused ``get()`` must

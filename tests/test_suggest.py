@@ -177,6 +177,45 @@ def test_a_stop_keeps_the_fixes_verified_before_it() -> None:
         x for x in lines if x.startswith("re-check:"))) + 1:])
 
 
+SMALL_LANGCHAIN = """\
+name = "small-langchain"
+turn_tokens = [1, 800]
+messages_per_turn = [1, 2]
+floor = 2
+floor_unit = "messages"
+
+[framework]
+name = "langchain.SummarizationMiddleware"
+window = 20000
+trigger = ["tokens", 17000]
+keep = ["messages", 4]
+trim_tokens_to_summarize = 400
+"""
+
+
+def test_a_stop_while_tightening_a_monotone_knob_keeps_its_safest_value(tmp_path: Path) -> None:
+    """A monotone knob safe at its safest value is a verified fix before the bisection that
+    tightens it starts: a stop during the bisection (a --timeout on a slow policy) still
+    prints it. Here the trim is safe at the window (20,000) and tightens to 16,998."""
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_LANGCHAIN)
+    policy = load_policy(str(path))
+    flag, seen = StopFlag(), []
+
+    def progress(line: str) -> None:
+        seen.append(line)
+        if line.startswith("probe") and any(x.startswith("re-check:") for x in seen[:-1]):
+            flag.set("test")
+
+    outcome = suggest(policy, decide(policy), Budget(), flag=flag, progress=progress)
+    assert outcome.stopped == "test"
+    [fix] = outcome.fixes
+    assert [(c.key, c.new) for c in fix.changes] == [("framework.trim_tokens_to_summarize", 20000)]
+    complete = suggest(policy, decide(policy), Budget())
+    assert ("framework.trim_tokens_to_summarize", 16998) in [
+        (c.key, c.new) for f in complete.fixes for c in f.changes]
+
+
 def test_timeout_prints_no_fix_and_the_verdicts_exit_code(tmp_path: Path) -> None:
     path = tmp_path / "langchain-real.toml"
     path.write_text(LANGCHAIN_REAL, encoding="utf-8")

@@ -395,6 +395,9 @@ class Search:
                     self.record({k.id: 0}, "monotone knob (no limit)")
                     return
                 target = top
+            # a verified fix first (the safest value), so a stop during the bisection that
+            # tightens it still has one to print; the tighter value replaces it (_rank)
+            self.record({k.id: target}, "monotone knob (its safest sane value)")
             good, bad, how = self.bisect({}, k.id, target, k.current)
             self.record({k.id: good}, "monotone knob, bisected", {k.id: (bad, how)})
 

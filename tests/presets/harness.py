@@ -10,7 +10,6 @@ the CI settings.
 from __future__ import annotations
 
 import os
-
 from typing import Any
 
 from hypothesis import strategies as st

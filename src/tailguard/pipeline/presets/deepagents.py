@@ -8,9 +8,10 @@ defaults come from ``compute_summarization_defaults``: with a model profile
 (the class itself defaults to 4000). ``wrap_model_call`` counts the system message and the
 tools with the messages (``_count_tokens``), delegates trigger, cutoff and trim to LangChain's
 middleware (its ``trigger`` is LangChain's, passed through: a size, a ``TriggerClause`` dict
-(AND) or a list of both (OR), translated as the langchain preset does), then ``_offload_to_backend`` appends the candidates (the earlier summary filtered
-out) to ``/conversation_history/<session>.md`` **before** summarizing; a failed write returns
-``None``, warns, and summarization proceeds (6b: ``on_failure = "proceed"``).
+(AND) or a list of both (OR), translated as the langchain preset does), then
+``_offload_to_backend`` appends the candidates (the earlier summary filtered out) to
+``/conversation_history/<session>.md`` **before** summarizing; a failed write returns ``None``,
+warns, and summarization proceeds (6b: ``on_failure = "proceed"``).
 
 Argument truncation (spec 1.2, brief 6d): ``wrap_model_call`` first runs ``_truncate_args``:
 when ``_should_truncate_args`` holds (its own ``trigger``, one size only, unpacked as ``kind,

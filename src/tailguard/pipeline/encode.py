@@ -359,7 +359,7 @@ def encode_step(
 
 
 def beyond_keep(policy: Policy, stage: Compact, st: AState) -> Z:
-    """LangChain's within-``keep`` rule (``cut = "messages"``, model.compact): a compaction
+    """LangChain's within-``keep`` rule (``cut = "messages"``, model._compact): a compaction
     happens only while the messages in context, the earlier summary included and
     ``base_tokens`` not (deepagents' system prompt is outside the cutoff's count), exceed
     ``keep``; else ``_determine_cutoff_index`` returns 0 and nothing is summarized, not even

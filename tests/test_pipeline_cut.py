@@ -5,10 +5,18 @@ matter: a context within ``keep``, a straddling turn, a first summary)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+import z3
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tailguard.pipeline import encode
+from tailguard.pipeline.encode import occupancy
+from tailguard.pipeline.explorer import explore
 from tailguard.pipeline.model import PROFILES, Profile, State, compact_tail, replay, step
 from tailguard.pipeline.policy import Compact, Policy
+from tailguard.pipeline.solver import decide
 from tests.test_pipeline_agreement import _agree
 
 
@@ -82,3 +90,56 @@ def test_start_on_human_drops_the_tool_turns_after_a_cut_tool_turn() -> None:
     assert replay(plain, [1, 5, 1, 1, 1], messages=[1, 2, 2, 1, 1])[0][0].offsets == (0, 1)
     # a one-message cut turn (the user's) stops it: only what did not fit is lost
     assert replay(policy, [1, 5, 1, 1, 1], messages=[1, 1, 2, 1, 1])[0][0].offsets == (0, 1)
+
+
+def _guarded(keep: int) -> Policy:
+    """A family where the within-``keep`` rule alone decides the verdict. Stage 0 (LangChain's
+    cut, the earlier summary a message, an input limit of 2 tokens below any 3-token summary)
+    loses the earlier summary whenever it fires once a summary exists; stage 1 (the turns cut,
+    no limit) summarizes everything at 6 tokens, base included, and so holds the messages alone
+    (base 1 not counted) at most 4 + 2 = 6 tokens after an append. Keep 6: stage 0 never fires
+    (safe); keep 5: it fires at exactly 6 = keep + 1 and loses the summary (unsafe)."""
+    lossy = Compact("tokens", 1, "tokens", keep, 1, 2, summary="message", cut="messages")
+    return Policy("within-keep", 1, 2, 0, "tokens", (lossy, Compact("tokens", 6, "turns", 0, 3)),
+                  base_tokens=1)
+
+
+def _beyond(strict: bool, base: bool, slack: int) -> Any:
+    def rule(policy: Policy, stage: Compact, st: Any) -> Any:
+        excess = occupancy(policy, st, stage.keep_unit) - (policy.base_tokens if base else 0)
+        return excess > stage.keep + slack if strict else excess >= stage.keep + slack
+    return rule
+
+
+# the encoding's within-keep rule broken on purpose: (name, replacement, the keep it fails on)
+WITHIN_KEEP_BREAKS: list[tuple[str, Any, int]] = [
+    ("the rule gone: the earlier summary alone is re-summarized", lambda p, s, st: z3.BoolVal(True), 6),
+    ("fires at exactly keep", _beyond(strict=False, base=True, slack=0), 6),
+    ("base_tokens counted", _beyond(strict=True, base=False, slack=0), 6),
+    ("one unit too lenient", _beyond(strict=True, base=True, slack=1), 5),
+]
+
+
+def test_within_keep_family_decides_both_ways() -> None:
+    """The family is live: the explorer (the executable model, every session) and the z3
+    engine agree on it, safe at keep 6 and unsafe at keep 5."""
+    for keep, verdict in ((6, "safe"), (5, "unsafe")):
+        policy = _guarded(keep)
+        oracle = explore(policy, max_states=50_000)
+        got = decide(policy)
+        assert oracle.verdict == got.verdict == verdict, (keep, oracle, got)
+        assert len(got.trace) == len(oracle.trace)
+
+
+@pytest.mark.parametrize(("what", "rule", "keep"), WITHIN_KEEP_BREAKS, ids=[b[0] for b in WITHIN_KEEP_BREAKS])
+def test_breaking_the_within_keep_rule_fails_the_check(
+        monkeypatch: pytest.MonkeyPatch, what: str, rule: Any, keep: int) -> None:
+    """encode.beyond_keep broken on purpose: too lenient (a compaction the model never runs)
+    turns the safe verdict into a trace that does not replay (never reported, so unknown); too
+    strict (a compaction the model runs is missed) certifies the unsafe policy safe. Either
+    way the engine disagrees with the explorer."""
+    policy = _guarded(keep)
+    oracle = explore(policy, max_states=50_000)
+    monkeypatch.setattr(encode, "beyond_keep", rule)
+    got = decide(policy)
+    assert got.verdict != oracle.verdict, (what, oracle, got)

@@ -10,6 +10,7 @@ the CI settings.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -26,7 +27,7 @@ from tailguard.doctor.harness import (
 )
 
 __all__ = ["EXAMPLES", "MIN_MESSAGE", "REQUIRE", "SLOW_EXAMPLES", "Compaction", "Mismatch", "ModelRun", "Turn",
-           "content", "covers", "holes", "preset_policy", "turns"]
+           "content", "covers", "holes", "preset_policy", "trigger_forms", "turns"]
 
 REQUIRE = os.environ.get("TAILGUARD_REQUIRE_FRAMEWORKS") == "1"
 # Hypothesis examples per differential test: sized for CI (+3 min budget for all presets);
@@ -48,3 +49,13 @@ def turns(draw: st.DrawFn, *, max_turns: int = 40, max_size: int = 300, tools: b
         k = draw(st.integers(1, 3)) if kind == "tools" else 0
         out.append(Turn(kind, tuple(draw(size) for _ in range(1 + k))))
     return out
+
+
+def trigger_forms(tokens: tuple[int, int], messages: tuple[int, int]) -> st.SearchStrategy[Any]:
+    """LangChain's trigger forms besides a size (deepagents' summarization takes them too): a
+    ``TriggerClause`` dict (AND) or a list of sizes and dicts (OR)."""
+    size = st.one_of(st.tuples(st.just("tokens"), st.integers(*tokens)),
+                     st.tuples(st.just("messages"), st.integers(*messages)))
+    clause = st.fixed_dictionaries({}, optional={"tokens": st.integers(*tokens),
+                                                 "messages": st.integers(*messages)}).filter(bool)
+    return st.one_of(clause, st.lists(st.one_of(size, clause), min_size=1, max_size=3))

@@ -51,6 +51,7 @@ from tailguard.doctor.drivers.langchain_messages import is_summary
 from tailguard.pipeline.model import ARGS_CLIPPED, Finding, replay
 from tailguard.pipeline.policy import ClipArgs, Policy, PolicyError, parse_policy
 from tailguard.pipeline.presets import translate
+from tailguard.pipeline.presets._base import TriggerAny
 from tailguard.pipeline.solver import Budget, decide
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +138,10 @@ def middleware(values: dict[str, Any], backend: Any, factory: bool) -> tuple[Any
     if factory:
         return create_summarization_middleware(model, backend, token_counter=counter), model
     settings_ = values["truncate_args_settings"]
-    return SummarizationMiddleware(model, backend=backend, trigger=values["trigger"], keep=values["keep"],
+    trigger = values["trigger"]
+    if isinstance(trigger, TriggerAny):  # LangChain's list of TriggerClause dicts (OR of ANDs)
+        trigger = trigger.toml()
+    return SummarizationMiddleware(model, backend=backend, trigger=trigger, keep=values["keep"],
                                    token_counter=counter, trim_tokens_to_summarize=values["trim_tokens_to_summarize"],
                                    truncate_args_settings=dict(settings_) if settings_ else None), model
 
@@ -374,6 +378,59 @@ def test_a_model_without_the_clip_would_be_caught() -> None:
     assert run_real(policy, knobs_of(text), trace, counts, factory=True)[-1] != set()
 
 
+# -- the summarization trigger's lists (OR) and clauses (AND) ---------------------------------------
+
+CLAUSES = """name = "deepagents-trigger-clauses"
+turn_tokens = [36, 150]
+messages_per_turn = [1, 3]
+floor = 0
+floor_unit = "messages"
+base_tokens = 40
+
+[framework]
+name = "deepagents.SummarizationMiddleware"
+trigger = {trigger}
+keep = ["messages", 4]
+trim_tokens_to_summarize = false
+summary_tokens = 60
+truncate_args_settings = {{trigger = ["messages", 11], keep = ["messages", 2], max_length = 200}}
+"""
+AND = CLAUSES.format(trigger="{messages = 8, tokens = 3000}")
+OR = CLAUSES.format(trigger='[["messages", 8], ["tokens", 3000]]')
+
+
+def test_an_and_clause_waits_and_the_clip_comes_first_on_the_real_package() -> None:
+    """``trigger = {messages = 8, tokens = 3000}`` (a TriggerClause: both): small turns reach
+    the clip's 11 messages long before 3,000 tokens, so deepagents never summarizes first and
+    clips an old write_file argument. check-config's trace (4 appends, turn 2 clipped) loses
+    exactly that turn on the real middleware, given the clause as a dict."""
+    found = check_trace(AND)
+    assert [(f.kind, f.offsets, f.detail) for f in found] == [("hole", (2,), ARGS_CLIPPED)]
+
+
+def test_an_or_list_summarizes_first_and_nothing_is_lost_on_the_real_package() -> None:
+    """``trigger = [["messages", 8], ["tokens", 3000]]`` (either): deepagents summarizes (and
+    offloads) at 8 messages, so the context never reaches the clip's 11: safe. The AND
+    policy's trace loses nothing here on the real package (the list is read as an OR, not as
+    the AND), and neither do random sessions, which pass 3,000 tokens too."""
+    policy = parse_policy(OR, "or.toml")
+    assert decide(policy, Budget()).verdict == "safe"
+    values = knobs_of(OR)
+    assert isinstance(values["trigger"], TriggerAny)
+    trace = decide(parse_policy(AND, "and.toml"), Budget())
+    assert run_real(policy, values, trace.trace, trace.messages)[-1] == set()
+    for sizes, counts in sessions(policy, 3, 40, seed=11):
+        assert run_real(policy, values, sizes, counts)[-1] == set(), (sizes, counts)
+
+
+def test_the_trigger_forms_are_translated_not_refused() -> None:
+    """The summarization ``trigger`` takes LangChain's forms (deepagents passes it on); the
+    stage is the langchain preset's ``trigger_any``, fractions resolved against ``window``."""
+    stage = parse_policy(HEAD + 'window = 100000\ntrigger = [["tokens", 9000], {messages = 40, fraction = 0.5}]\n',
+                         "p.toml").stages[-1]
+    assert stage.trigger_any == ((("tokens", 9000),), (("messages", 40), ("tokens", 50000)))
+
+
 # -- the knob as deepagents spells it ------------------------------------------------------------
 
 HEAD = 'name = "p"\nturn_tokens = [1, 8000]\nfloor = 0\nfloor_unit = "messages"\n' \
@@ -406,6 +463,8 @@ def test_the_knob_is_read_as_deepagents_spells_it() -> None:
     ("{max_length = -1}", "framework.truncate_args_settings.max_length"),
     ("{truncation_text = 3}", "framework.truncate_args_settings.truncation_text"),
     ("{max_len = 3}", "framework.truncate_args_settings.max_len"),
+    ('{trigger = [["messages", 5], ["tokens", 900]]}', "framework.truncate_args_settings.trigger"),
+    ("{trigger = {messages = 5}}", "framework.truncate_args_settings.trigger"),
 ])
 def test_bad_values_are_exit_2_naming_the_key(tmp_path: Path, value: str, key: str) -> None:
     with pytest.raises(PolicyError, match=re.escape(key)):
@@ -417,6 +476,47 @@ def test_bad_values_are_exit_2_naming_the_key(tmp_path: Path, value: str, key: s
     out, err = io.StringIO(), io.StringIO()
     assert main(["check-config", str(path)], stdout=out, stderr=err) == 2
     assert f"bad.toml:7: {key}:" in err.getvalue() and "Traceback" not in err.getvalue()
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("{weeks = 3}", "unsupported trigger metric 'weeks'"),
+    ("{}", "at least one of tokens, messages, fraction"),
+    ('[["messages", 0]]', "messages must be an integer > 0"),
+    ('[["tokens", 900], {messages = 2.5}]', "messages must be an integer > 0"),
+    ('[{fraction = 1.5}]', "a fraction must be in (0, 1]"),
+    ('[["fraction", 0.5]]', "needs `window`"),
+])
+def test_bad_trigger_clauses_are_exit_2_naming_the_knob(tmp_path: Path, value: str, why: str) -> None:
+    """The summarization trigger's lists and clauses are validated as LangChain validates them
+    (the langchain preset's reader): exit 2, file:line, the knob and why."""
+    import io
+
+    path = tmp_path / "bad.toml"
+    path.write_text(HEAD + f"trigger = {value}\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["check-config", str(path)], stdout=out, stderr=err) == 2
+    assert "bad.toml:7: framework.trigger:" in err.getvalue() and why in err.getvalue(), err.getvalue()
+    assert "Traceback" not in err.getvalue()
+
+
+def test_the_truncate_trigger_refusal_says_what_deepagents_does(tmp_path: Path) -> None:
+    """Why a list or a table is refused for ``truncate_args_settings.trigger``: the real
+    ``_should_truncate_args`` unpacks one (kind, value), so a list of two sizes is silently never
+    met and the other forms raise at the first call (while the summarization trigger takes them)."""
+    backend = FilesystemBackend(root_dir=tmp_path, virtual_mode=True)
+    messages: list[BaseMessage] = [HumanMessage(content="x" * 10) for _ in range(30)]
+
+    def truncates(trigger: Any) -> bool:
+        mw = SummarizationMiddleware(Summarizer(messages=iter(())), backend=backend,
+                                     trigger=[("messages", 100), {"tokens": 10, "messages": 50}],
+                                     truncate_args_settings={"trigger": trigger, "keep": ("messages", 2)})
+        return bool(mw._should_truncate_args(messages, 1000))
+
+    assert truncates(("messages", 3)) and truncates(("tokens", 5))
+    assert not truncates([("messages", 3), ("tokens", 5)])  # both met, yet never
+    for raising in ([("messages", 3)], {"messages": 3}, {"messages": 3, "tokens": 5}):
+        with pytest.raises((ValueError, TypeError)):
+            truncates(raising)
 
 
 def test_explain_shows_the_translation() -> None:

@@ -21,6 +21,7 @@ from tests.presets.harness import (
     ModelRun,
     Turn,
     preset_policy,
+    trigger_forms,
     turns,
 )
 
@@ -50,12 +51,7 @@ def knobs(draw: st.DrawFn) -> dict[str, Any]:
 def clause_knobs(draw: st.DrawFn) -> dict[str, Any]:
     """``knobs`` with LangChain's other trigger forms: a ``TriggerClause`` dict (AND) or a list
     of sizes and dicts (OR)."""
-    size = st.one_of(st.tuples(st.just("tokens"), st.integers(300, 5000)),
-                     st.tuples(st.just("messages"), st.integers(3, 40)))
-    clause = st.fixed_dictionaries({}, optional={"tokens": st.integers(300, 5000),
-                                                 "messages": st.integers(3, 40)}).filter(bool)
-    trigger = draw(st.one_of(clause, st.lists(st.one_of(size, clause), min_size=1, max_size=3)))
-    return {**draw(knobs()), "trigger": trigger}
+    return {**draw(knobs()), "trigger": draw(trigger_forms((300, 5000), (3, 40)))}
 
 
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -314,8 +314,7 @@ def encode_step(
         triggered = z3.Or(*(z3.And(*(occupancy(policy, cur, unit) >= threshold for unit, threshold in clause))
                             for clause in stage.clauses))
         if stage.cut == "messages":  # nothing happens while the whole context is within keep
-            base = policy.base_tokens if stage.keep_unit == "tokens" else 0  # the messages alone
-            some = z3.And(some, occupancy(policy, cur, stage.keep_unit) - base > stage.keep)
+            some = z3.And(some, beyond_keep(policy, stage, cur))
         fire = z3.And(triggered, some)
         floor_unit = policy.floor_unit
         loss = floor_lost(kt, tail.get(floor_unit, kt), policy.floor, floor_unit)
@@ -357,6 +356,16 @@ def encode_step(
         bad.append((len(policy.stages), z3.And(*conds, over)))
         conds.append(z3.Not(over))
     return Step(cur, z3.And(*conds), bad, inputs, z3.And(*input_ok), y)
+
+
+def beyond_keep(policy: Policy, stage: Compact, st: AState) -> Z:
+    """LangChain's within-``keep`` rule (``cut = "messages"``, model._compact): a compaction
+    happens only while the messages in context, the earlier summary included and
+    ``base_tokens`` not (deepagents' system prompt is outside the cutoff's count), exceed
+    ``keep``; else ``_determine_cutoff_index`` returns 0 and nothing is summarized, not even
+    the earlier summary alone. tests/test_pipeline_cut.py breaks it on purpose."""
+    base = policy.base_tokens if stage.keep_unit == "tokens" else 0  # the messages alone
+    return occupancy(policy, st, stage.keep_unit) - base > stage.keep
 
 
 def spill_effect(spilled: bool, unseen: Z, dropped: Z, summarized: Z, u: Z) -> tuple[Z, Z]:

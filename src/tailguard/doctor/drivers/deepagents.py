@@ -35,6 +35,7 @@ from tailguard.doctor.drivers.langchain_messages import (
     make_counter,
     observe,
     summarizer,
+    toml_trigger,
     turn_messages,
     turn_of,
 )
@@ -86,7 +87,7 @@ def random_knobs(rng: random.Random) -> dict[str, Any]:
 
 def toml_knobs(k: dict[str, Any]) -> str:
     trim = "false" if k["trim"] is None else k["trim"]
-    return (f'trigger = ["{k["trigger"][0]}", {k["trigger"][1]}]\nkeep = ["{k["keep"][0]}", {k["keep"][1]}]\n'
+    return (f'trigger = {toml_trigger(k["trigger"])}\nkeep = ["{k["keep"][0]}", {k["keep"][1]}]\n'
             f'trim_tokens_to_summarize = {trim}\nsummary_tokens = {k["summary_tokens"]}\n'
             'truncate_args_settings = false\n')  # the class's default (None); the factory's is on
 
@@ -95,9 +96,10 @@ def offloaded(root: Path) -> str:
     return "".join(p.read_text() for p in sorted(root.rglob("*.md")))
 
 
-def run(session: list[Turn], k: dict[str, Any]) -> int:
-    """Drive deepagents and the model in lockstep; return the compactions compared."""
-    policy = preset_policy(PRESET_NAME, toml_knobs(k), extra=f"base_tokens = {len(str(SYSTEM.content))}")
+def run(session: list[Turn], k: dict[str, Any], policy_k: dict[str, Any] | None = None) -> int:
+    """Drive deepagents and the model in lockstep; return the compactions compared. The model
+    is translated from ``policy_k`` when given (a wrong translation, for the tests)."""
+    policy = preset_policy(PRESET_NAME, toml_knobs(policy_k or k), extra=f"base_tokens = {len(str(SYSTEM.content))}")
     model = summarizer()
     compared = 0
     with tempfile.TemporaryDirectory() as tmp:

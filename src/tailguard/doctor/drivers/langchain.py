@@ -23,7 +23,14 @@ from langchain_core.messages import RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from tailguard.adapters.langchain import GuardedSummarizationMiddleware
-from tailguard.doctor.drivers.langchain_messages import compare, make_counter, observe, summarizer, turn_messages
+from tailguard.doctor.drivers.langchain_messages import (
+    compare,
+    make_counter,
+    observe,
+    summarizer,
+    toml_trigger,
+    turn_messages,
+)
 from tailguard.doctor.harness import (
     Case,
     Mismatch,
@@ -55,18 +62,9 @@ def random_knobs(rng: random.Random) -> dict[str, Any]:
     return {"trigger": trigger, "keep": keep, "trim": trim, "summary_tokens": rng.randint(20, 400)}
 
 
-def toml_size(size: tuple[str, int] | dict[str, int]) -> str:
-    if isinstance(size, dict):
-        return "{" + ", ".join(f"{kind} = {amount}" for kind, amount in size.items()) + "}"
-    return f'["{size[0]}", {size[1]}]'
-
-
 def toml_knobs(k: dict[str, Any]) -> str:
     trim = "false" if k["trim"] is None else k["trim"]
-    trigger = k["trigger"]
-    trigger_text = "[" + ", ".join(toml_size(t) for t in trigger) + "]" if isinstance(trigger, list) \
-        else toml_size(trigger)
-    return (f'trigger = {trigger_text}\nkeep = ["{k["keep"][0]}", {k["keep"][1]}]\n'
+    return (f'trigger = {toml_trigger(k["trigger"])}\nkeep = ["{k["keep"][0]}", {k["keep"][1]}]\n'
             f'trim_tokens_to_summarize = {trim}\nsummary_tokens = {k["summary_tokens"]}\n')
 
 

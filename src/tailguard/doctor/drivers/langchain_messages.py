@@ -23,6 +23,17 @@ def is_summary(message: BaseMessage) -> bool:
     return isinstance(message, HumanMessage) and message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
 
 
+def toml_trigger(trigger: Any) -> str:
+    """A LangChain ``trigger`` as the preset's TOML: a size ``("tokens", n)``, a
+    ``TriggerClause`` dict (AND) or a list of both (OR); deepagents passes it through."""
+    def one(size: tuple[str, int] | dict[str, int]) -> str:
+        if isinstance(size, dict):
+            return "{" + ", ".join(f"{kind} = {amount}" for kind, amount in size.items()) + "}"
+        return f'["{size[0]}", {size[1]}]'
+
+    return "[" + ", ".join(one(t) for t in trigger) + "]" if isinstance(trigger, list) else one(trigger)
+
+
 def make_counter(summary_tokens: int) -> Any:
     """The ``token_counter`` knob the tests pass: a message's tokens are its text's length in
     characters, a summary message (``lc_source == "summarization"``) is ``summary_tokens``."""

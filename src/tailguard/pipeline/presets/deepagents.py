@@ -7,12 +7,16 @@ defaults come from ``compute_summarization_defaults``: with a model profile
 ``trigger=("tokens", 170000)``, ``keep=("messages", 6)``; and ``trim_tokens_to_summarize=None``
 (the class itself defaults to 4000). ``wrap_model_call`` counts the system message and the
 tools with the messages (``_count_tokens``), delegates trigger, cutoff and trim to LangChain's
-middleware, then ``_offload_to_backend`` appends the candidates (the earlier summary filtered
-out) to ``/conversation_history/<session>.md`` **before** summarizing; a failed write returns
-``None``, warns, and summarization proceeds (6b: ``on_failure = "proceed"``).
+middleware (its ``trigger`` is LangChain's, passed through: a size, a ``TriggerClause`` dict
+(AND) or a list of both (OR), translated as the langchain preset does), then
+``_offload_to_backend`` appends the candidates (the earlier summary filtered out) to
+``/conversation_history/<session>.md`` **before** summarizing; a failed write returns ``None``,
+warns, and summarization proceeds (6b: ``on_failure = "proceed"``).
 
 Argument truncation (spec 1.2, brief 6d): ``wrap_model_call`` first runs ``_truncate_args``:
-when ``_should_truncate_args`` holds (its own ``trigger``: messages ``len >=``, tokens
+when ``_should_truncate_args`` holds (its own ``trigger``, one size only, unpacked as ``kind,
+value``; LangChain's lists and dicts are refused here: deepagents never fires on a list of two
+sizes and raises on the others at the first call; messages ``len >=``, tokens
 ``total >=`` the same count as the summarization trigger, fraction ``int(max_input_tokens *
 x)``, at least 1), every ``write_file``/``edit_file`` call in a message before
 ``_determine_truncate_cutoff_index`` (its own ``keep``: the newest messages, or the newest
@@ -43,9 +47,11 @@ from tailguard.pipeline.presets._base import (
     size_value,
 )
 
-TRIGGER = Knob("trigger", "size_or_off", None,
-               "when to summarize; default: [\"fraction\", 0.85] with `window`, else "
-               "[\"tokens\", 170000] (compute_summarization_defaults)",
+TRIGGER = Knob("trigger", "trigger", None,
+               "when to summarize, as LangChain's (deepagents passes it to LangChain's middleware): "
+               "a size, a table {tokens = n, messages = m} (AND) or a list of sizes and tables (OR); "
+               "default: [\"fraction\", 0.85] with `window`, else [\"tokens\", 170000] "
+               "(compute_summarization_defaults); false: never",
                default_text='["fraction", 0.85] with window, else ["tokens", 170000]')
 KEEP = Knob("keep", "size", None,
             "what stays verbatim; default: [\"fraction\", 0.10] with `window`, else [\"messages\", 6]",
@@ -78,6 +84,12 @@ def read_truncate_args(value: Any, fail: Fail, window: int) -> dict[str, Any] | 
     def sub(key: str, reason: str) -> Any:
         return fail(f"{name}.{key}", reason)
 
+    if "trigger" in value and _clause_form(value["trigger"]):
+        raise sub("trigger", "deepagents' TruncateArgsSettings trigger is one size or false (None), "
+                             "not LangChain's trigger lists or tables: `_should_truncate_args` unpacks it "
+                             "as (kind, value), so a list of two sizes is never met (truncation silently "
+                             f"off) and other lists and tables raise at the first model call; got "
+                             f"{value['trigger']!r}")
     out: dict[str, Any] = {
         "trigger": read_knob(_ARGS_TRIGGER, value["trigger"], sub, window) if "trigger" in value else None,
         "keep": read_knob(_ARGS_KEEP, value["keep"], sub, window) if "keep" in value else _ARGS_KEEP.default,
@@ -89,6 +101,11 @@ def read_truncate_args(value: Any, fail: Fail, window: int) -> dict[str, Any] | 
     if not isinstance(out["truncation_text"], str):
         raise sub("truncation_text", f"expected a string, got {out['truncation_text']!r}")
     return out
+
+
+def _clause_form(value: Any) -> bool:
+    """A table, or a list holding lists or tables: LangChain's trigger forms, not a size."""
+    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, dict | list) for v in value))
 
 
 TRUNCATE_ARGS_SETTINGS = Knob(

@@ -286,24 +286,46 @@ class _Builder:
                     f"the record kept {len(prev) - n}")
         return None
 
+    def appended(self, new: Sequence[Any]) -> bool:
+        """Whether ``new``, appended to the context last observed, are plain new messages: then
+        :meth:`step` would only append them, which :meth:`extend` does in O(len(new))."""
+        seen: set[str] = set()
+        for m in new:
+            if not isinstance(m, self._base) or not isinstance(m.id, str) or not m.id or m.id in self.entries \
+                    or m.id in seen or self.is_summary(m):
+                return False
+            seen.add(m.id)
+        return True
+
     def run(self, chain: list[tuple[str, list[Any]]], *, start: int = 0, assume_seen: bool = False) -> None:
         prev: list[Any] = chain[start - 1][1] if start else []  # the context the guard last observed
-        prev_ids: list[Any] = [getattr(m, "id", None) for m in prev]
-        for index, (cid, msgs) in enumerate(chain):
-            if index < start:
+        for index in range(start, len(chain)):
+            cid, msgs = chain[index]
+            if msgs is prev:  # the same list (the writes reader shares it while nothing changed)
                 continue
-            ids = [m.id if isinstance(m, self._base) else None for m in msgs]
-            if prev and ids == prev_ids:  # the same messages (most supersteps write no message)
+            n = len(prev)
+            if n and len(msgs) >= n and msgs[:n] == prev:  # identical objects compare without calling __eq__
+                if len(msgs) > n and not self.appended(msgs[n:]):
+                    self.go(index, cid, prev, msgs, assume_seen)
+                elif len(msgs) > n:
+                    self.tracker.extend([self.entry(m) for m in msgs[n:]])
                 prev = msgs
                 continue
-            prev_ids = ids
-            self.cid = cid
-            self.where = f"thread {self.thread!r}, checkpoint {cid}"
-            try:
-                self.step(index, prev, msgs, assume_seen=assume_seen)
-            except AdapterError as exc:  # the tracker cannot place what the checkpoint holds
-                raise self.fail(str(exc)) from None
+            ids = [m.id if isinstance(m, self._base) else None for m in msgs]
+            if prev and ids == [getattr(m, "id", None) for m in prev]:  # the same messages
+                prev = msgs
+                continue
+            self.go(index, cid, prev, msgs, assume_seen)
             prev = msgs
+
+    def go(self, index: int, cid: str, prev: list[Any], msgs: list[Any], assume_seen: bool) -> None:
+        """One checkpoint whose messages changed: :meth:`step`, errors naming the checkpoint."""
+        self.cid = cid
+        self.where = f"thread {self.thread!r}, checkpoint {cid}"
+        try:
+            self.step(index, prev, msgs, assume_seen=assume_seen)
+        except AdapterError as exc:  # the tracker cannot place what the checkpoint holds
+            raise self.fail(str(exc)) from None
 
     def pending(self) -> list[tuple[int, int]]:
         return pending_holes(self.tracker)
@@ -367,16 +389,24 @@ def import_saver(saver: Any, thread: str, knobs: Knobs, source: str, *, names: b
     return _build(source, thread, chain, knobs, names)
 
 
-def import_thread(path: str, thread: str, knobs: Knobs, *, names: bool = True) -> Imported:
-    """Import thread ``thread`` of the ``SqliteSaver`` database at ``path``."""
+def import_thread(path: str, thread: str, knobs: Knobs, *, names: bool = True, full_read: bool = False) -> Imported:
+    """Import thread ``thread`` of the ``SqliteSaver`` database at ``path``: from the ``writes``
+    table where that provably rebuilds the checkpoints (:mod:`.langgraph_writes`), else (or
+    with ``full_read``) by reading every checkpoint through the saver. Both give the same log."""
     _require()
     from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from tailguard.importers.langgraph_writes import writes_history
 
     conn = open_database(path)
     try:
         saver = SqliteSaver(conn)
         _share_messages(saver)
-        return import_saver(saver, thread, knobs, f"{path}#{thread}", names=names)
+        source = f"{path}#{thread}"
+        chain = None if full_read else writes_history(conn, saver.serde, thread)
+        if chain is None:
+            return import_saver(saver, thread, knobs, source, names=names)
+        return _build(source, thread, chain, knobs, names)
     finally:
         conn.close()
 

@@ -191,7 +191,7 @@ class _Builder:
         #: compactions the knobs disagree with (chain index, checkpoint id, why): not decided by them
         self.untrusted: list[tuple[int, str, str]] = []
         self.cid = ""
-        self.names: dict[str, str] = {}  # message id -> its text
+        self.names: dict[str, Any] = {}  # message id -> the message (its text is taken when named)
         self.entries: dict[str, Entry] = {}  # message id -> its tracker entry
         self.last_compaction: tuple[int, int, str] | None = None  # (chain index, tail start, summary id)
         self.where = ""
@@ -223,7 +223,7 @@ class _Builder:
         if e is None:
             summary = self.is_summary(m)
             e = self.entries[m.id] = Entry(m.id, summary, 0 if summary else self.size(m))
-            self.names.setdefault(m.id, _text(m))
+            self.names.setdefault(m.id, m)
         return e
 
     def observe(self, msgs: Sequence[Any]) -> None:
@@ -264,7 +264,7 @@ class _Builder:
         plan = self.tracker.plan(deleted=[m.id for m in deleted], shown=shown, kept=[m.id for m in kept])
         self.last_compaction = (index, plan.tail_start, summary.id)
         self.compactions[index] = (plan.tail_start, summary.id)
-        self.names[summary.id] = _text(summary)
+        self.names[summary.id] = summary
         self.tracker.commit(plan, key=summary.id, override=OVERRIDE)
         self.observe(msgs)
 
@@ -331,7 +331,7 @@ class _Builder:
         return pending_holes(self.tracker)
 
     def named(self) -> list[Named]:
-        return named_units(self.tracker, self.names)
+        return named_units(self.tracker, {k: _text(m) for k, m in self.names.items()})
 
 
 def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: Knobs,

@@ -14,9 +14,8 @@ through ``SqliteSaver.list``.
 It only answers when it can show the chain is the one the checkpoints hold; otherwise it
 returns None and the importer reads every checkpoint (the full read, which also gives the
 errors). It gives up on: a thread that is not a single chain (a fork or time travel: a
-checkpoint with two children, a parent missing, a loop); a checkpoint whose source is not
-``input``, ``loop`` or ``update``; a write to a reserved channel other than ``__pregel_tasks``
-(an error, an interrupt, a resume: not a plain super-step); a ``messages`` write that is not a
+checkpoint with two children, a parent missing, a loop); a write to a reserved channel other
+than ``__pregel_tasks`` (an error, an interrupt, a resume: not a plain super-step); a ``messages`` write that is not a
 list of plain LangChain messages with ids (what ``add_messages`` would convert or give an id
 to, an ``Overwrite``); a removal of an id that is not there; a blob that cannot be read. And
 it checks what it rebuilt against the checkpoint blobs themselves: at the newest checkpoint,
@@ -33,7 +32,6 @@ from typing import Any
 
 __all__ = ["writes_history"]
 
-_SOURCES = frozenset({"input", "loop", "update"})
 _HARMLESS_RESERVED = frozenset({"__pregel_tasks"})  # a Send: its task writes on the next checkpoint
 
 
@@ -52,42 +50,35 @@ def writes_history(conn: sqlite3.Connection, serde: Any, thread: str) -> list[tu
         return None
 
 
-def _chain(conn: sqlite3.Connection, thread: str) -> list[tuple[str, str]]:
-    """``(checkpoint id, source)`` of the chain from the newest checkpoint back, oldest first."""
-    rows = conn.execute(
-        "SELECT checkpoint_id, parent_checkpoint_id, json_extract(CAST(metadata AS TEXT), '$.source') "
-        "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC",
-        (thread,)).fetchall()
+def _chain(conn: sqlite3.Connection, thread: str) -> list[str]:
+    """The checkpoint ids of the chain from the newest checkpoint back, oldest first. (Only
+    columns stored before the blob are read: the metadata after it would cost a walk through
+    the blob's overflow pages per checkpoint.)"""
+    rows = conn.execute("SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = ? "
+                        "AND checkpoint_ns = '' ORDER BY checkpoint_id DESC", (thread,)).fetchall()
     if not rows:
         raise _Unproven("no checkpoint")
-    parent: dict[str, str | None] = {}
-    source: dict[str, Any] = {}
-    children: dict[str, int] = {}
-    for cid, pid, src in rows:
-        parent[cid], source[cid] = pid, src
-        if pid is not None:
-            children[pid] = children.get(pid, 0) + 1
-    if any(n > 1 for n in children.values()):
-        raise _Unproven("a checkpoint with two children (a fork)")
-    chain: list[tuple[str, str]] = []
+    parent: dict[str, str | None] = dict(rows)
+    parents = [pid for _, pid in rows if pid is not None]
+    if len(set(parents)) != len(parents):
+        raise _Unproven("a checkpoint with two children (a fork, time travel)")
+    chain: list[str] = []
     current: str | None = rows[0][0]
     while current is not None:
         if current not in parent or len(chain) > len(rows):
             raise _Unproven("a parent is missing, or the parents loop")
-        if source[current] not in _SOURCES:
-            raise _Unproven(f"checkpoint source {source[current]!r}")
-        chain.append((current, source[current]))
+        chain.append(current)
         current = parent[current]
     chain.reverse()
     return chain
 
 
-def _writes(conn: sqlite3.Connection, thread: str, chain: list[tuple[str, str]]) -> dict[str, list[tuple[Any, ...]]]:
+def _writes(conn: sqlite3.Connection, thread: str, chain: list[str]) -> dict[str, list[tuple[Any, ...]]]:
     """The ``messages`` writes saved on each checkpoint of the chain but the newest (whose writes
     no checkpoint applied yet), each as ``(sort key, type, value)``."""
     from langgraph.checkpoint.base import writes_sort_key
 
-    applied = {cid for cid, _ in chain[:-1]}
+    applied = set(chain[:-1])
     out: dict[str, list[tuple[Any, ...]]] = {}
     rows = conn.execute("SELECT checkpoint_id, task_id, task_path, idx, channel, type, value FROM writes "
                         "WHERE thread_id = ? AND checkpoint_ns = ''", (thread,))
@@ -216,26 +207,30 @@ def _same(rebuilt: list[Any], stored: list[Any]) -> bool:
 def _history(conn: sqlite3.Connection, serde: Any, thread: str) -> list[tuple[str, list[Any]]]:
     chain = _chain(conn, thread)
     writes = _writes(conn, thread, chain)
-    state = _Messages(_stored(conn, serde, thread, chain[0][0]))
-    out: list[tuple[str, list[Any]]] = [(chain[0][0], state.value)]
+    state = _Messages(_stored(conn, serde, thread, chain[0]))
+    out: list[tuple[str, list[Any]]] = [(chain[0], state.value)]
     check: list[int] = []  # chain indexes to compare with their blobs
     for index in range(1, len(chain)):
-        found = writes.get(chain[index - 1][0], ())
+        cid = chain[index]
+        found = writes.get(chain[index - 1])
+        if found is None:
+            out.append((cid, state.value))
+            continue
         changed = len({w[1] for w in found}) > 1
         for _, _, type_, value in found:
             changed = state.apply(serde.loads_typed((type_, value))) or changed
         if state.unnamed:  # the ids add_messages gave are in the checkpoint only
-            stored = _stored(conn, serde, thread, chain[index][0])
+            stored = _stored(conn, serde, thread, cid)
             if not _same(state.value, stored):
-                raise _Unproven(f"checkpoint {chain[index][0]}: the writes do not rebuild its messages")
+                raise _Unproven(f"checkpoint {cid}: the writes do not rebuild its messages")
             state.reset(stored)
         elif changed:
             check.append(index)
-        out.append((chain[index][0], state.value))
+        out.append((cid, state.value))
     last = len(chain) - 1
     for index in (*check, *([last] if not check or check[-1] != last else [])):
-        if not _same(out[index][1], _stored(conn, serde, thread, chain[index][0])):
-            raise _Unproven(f"checkpoint {chain[index][0]}: the writes do not rebuild its messages")
+        if not _same(out[index][1], _stored(conn, serde, thread, chain[index])):
+            raise _Unproven(f"checkpoint {chain[index]}: the writes do not rebuild its messages")
     if not any(msgs for _, msgs in out):
         raise _Unproven("no messages")
     return out

@@ -75,22 +75,26 @@ def _chain(conn: sqlite3.Connection, thread: str) -> list[str]:
 
 def _writes(conn: sqlite3.Connection, thread: str, chain: list[str]) -> dict[str, list[tuple[Any, ...]]]:
     """The ``messages`` writes saved on each checkpoint of the chain but the newest (whose writes
-    no checkpoint applied yet), each as ``(sort key, type, value)``."""
+    no checkpoint applied yet), each as ``(sort key, task id, type, value)``, in the order
+    ``apply_writes`` applies them (LangGraph's ``writes_sort_key``)."""
     from langgraph.checkpoint.base import writes_sort_key
 
     applied = set(chain[:-1])
-    out: dict[str, list[tuple[Any, ...]]] = {}
-    rows = conn.execute("SELECT checkpoint_id, task_id, task_path, idx, channel, type, value FROM writes "
-                        "WHERE thread_id = ? AND checkpoint_ns = ''", (thread,))
-    for cid, task_id, task_path, idx, channel, type_, value in rows:
-        if cid not in applied:
-            continue
-        if channel.startswith("__") and channel not in _HARMLESS_RESERVED:
+    reserved = conn.execute("SELECT DISTINCT checkpoint_id, channel FROM writes WHERE thread_id = ? AND "
+                            "checkpoint_ns = '' AND substr(channel, 1, 2) = '__' AND channel <> '__pregel_tasks'",
+                            (thread,)).fetchall()
+    for cid, channel in reserved:
+        if cid in applied:
             raise _Unproven(f"a write to channel {channel!r}")
-        if channel == "messages":
-            out.setdefault(cid, []).append((writes_sort_key(task_path or "", task_id, idx), task_id, type_, value))
-    for found in out.values():
-        found.sort(key=lambda w: w[0])
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    rows = conn.execute("SELECT checkpoint_id, task_path, task_id, idx, type, value FROM writes WHERE thread_id = ? "
+                        "AND checkpoint_ns = '' AND channel = 'messages'", (thread,)).fetchall()
+    for cid, task_path, task_id, idx, type_, value in rows:
+        if cid in applied:
+            out.setdefault(cid, []).append((task_path, task_id, idx, type_, value))
+    for cid, found in out.items():
+        if len(found) > 1:
+            found.sort(key=lambda w: writes_sort_key(w[0] or "", w[1], w[2]))
     return out
 
 
@@ -216,8 +220,8 @@ def _history(conn: sqlite3.Connection, serde: Any, thread: str) -> list[tuple[st
         if found is None:
             out.append((cid, state.value))
             continue
-        changed = len({w[1] for w in found}) > 1
-        for _, _, type_, value in found:
+        changed = len(found) > 1 and len({w[1] for w in found}) > 1
+        for _, _, _, type_, value in found:
             changed = state.apply(serde.loads_typed((type_, value))) or changed
         if state.unnamed:  # the ids add_messages gave are in the checkpoint only
             stored = _stored(conn, serde, thread, cid)

@@ -223,6 +223,8 @@ def _history(conn: sqlite3.Connection, serde: Any, thread: str) -> list[tuple[st
         changed = len(found) > 1 and len({w[1] for w in found}) > 1
         for _, _, _, type_, value in found:
             changed = state.apply(serde.loads_typed((type_, value))) or changed
+        if changed or state.unnamed:  # also the context before it: what a removal hides must be right
+            check.append(index - 1)
         if state.unnamed:  # the ids add_messages gave are in the checkpoint only
             stored = _stored(conn, serde, thread, cid)
             if not _same(state.value, stored):
@@ -231,8 +233,7 @@ def _history(conn: sqlite3.Connection, serde: Any, thread: str) -> list[tuple[st
         elif changed:
             check.append(index)
         out.append((cid, state.value))
-    last = len(chain) - 1
-    for index in (*check, *([last] if not check or check[-1] != last else [])):
+    for index in sorted({*check, len(chain) - 1}):
         if not _same(out[index][1], _stored(conn, serde, thread, chain[index])):
             raise _Unproven(f"checkpoint {chain[index]}: the writes do not rebuild its messages")
     if not any(msgs for _, msgs in out):

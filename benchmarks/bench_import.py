@@ -185,9 +185,10 @@ def main() -> int:
     n = args.threads
     print(f"A import + audit: {best_a:.2f} s   B audit only: {best_b:.3f} s   ratio A/B: {best_a / best_b:.1f}x "
           f"(goal < 3x; CPU time)   sessions with refusals: {refused} of {len(a)}")
+    rest = best_a / n * 1e3 - parts["open"] - parts["read"] - parts["build"]
     print(f"per thread (ms of CPU): A {best_a / n * 1e3:.1f} = open {parts['open']:.1f} + read (writes table) "
           f"{parts['read']:.1f} + build the log {parts['build']:.1f} (of which LangChain's summarizer rule "
-          f"{parts['rule']:.1f}) + audit and the rest {best_a / n * 1e3 - parts['open'] - parts['read'] - parts['build']:.1f}"
+          f"{parts['rule']:.1f}) + audit and the rest {rest:.1f}"
           f";   B {best_b / n * 1e3:.1f};   the full read through SqliteSaver.list would be {parts['full']:.1f}")
     return 0
 

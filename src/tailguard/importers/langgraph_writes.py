@@ -15,14 +15,17 @@ It only answers when it can show the chain is the one the checkpoints hold; othe
 returns None and the importer reads every checkpoint (the full read, which also gives the
 errors). It gives up on: a thread that is not a single chain (a fork or time travel: a
 checkpoint with two children, a parent missing, a loop); a write to a reserved channel other
-than ``__pregel_tasks`` (an error, an interrupt, a resume: not a plain super-step); a ``messages`` write that is not a
-list of plain LangChain messages with ids (what ``add_messages`` would convert or give an id
-to, an ``Overwrite``); a removal of an id that is not there; a blob that cannot be read. And
-it checks what it rebuilt against the checkpoint blobs themselves: at the newest checkpoint,
-after every step that removed or replaced a message, and after every step where more than one
-task wrote messages (the order of their writes), the rebuilt list must equal the stored one
-(a reducer other than ``add_messages`` shows there). Between two such checks a chain only
-appends messages with new ids, in the writes' order.
+than ``__pregel_tasks`` (an error, an interrupt, a resume: not a plain super-step); a
+``messages`` write that is not a list of plain LangChain messages (what ``add_messages`` would
+convert first, an ``Overwrite``); a removal of an id that is not there; a blob that cannot be
+read. And it checks what it rebuilt against the checkpoint blobs themselves, where a mistake
+could hide: a step that removes or replaces a message, or where several tasks wrote messages
+(their order), or that names a message (a message written without an id gets a random one from
+``add_messages``, known only to the checkpoint, whose list is then taken), is checked on both
+sides (the context before it and after it), and so is the newest checkpoint; the rebuilt list
+must equal the stored one (a reducer other than ``add_messages`` shows there). Between two
+checked checkpoints the rebuilt chain only appends messages with new ids, in the writes'
+order; about 40 blobs of a 200-turn thread's 800 are read.
 """
 
 from __future__ import annotations
@@ -44,9 +47,7 @@ def writes_history(conn: sqlite3.Connection, serde: Any, thread: str) -> list[tu
     messages did not change shares its parent's list), or None: read the checkpoints whole."""
     try:
         return _history(conn, serde, thread)
-    except (_Unproven, sqlite3.Error):
-        return None
-    except Exception:  # noqa: BLE001 - a blob the serializer cannot read: the full read names it
+    except Exception:  # _Unproven, an SQLite error, a blob the serializer cannot read: the full read decides
         return None
 
 
@@ -92,7 +93,7 @@ def _writes(conn: sqlite3.Connection, thread: str, chain: list[str]) -> dict[str
     for cid, task_path, task_id, idx, type_, value in rows:
         if cid in applied:
             out.setdefault(cid, []).append((task_path, task_id, idx, type_, value))
-    for cid, found in out.items():
+    for found in out.values():
         if len(found) > 1:
             found.sort(key=lambda w: writes_sort_key(w[0] or "", w[1], w[2]))
     return out
@@ -174,13 +175,12 @@ class _Messages:
         remove: set[str] = set()
         changed = False
         for m, key in zip(right, ids, strict=True):
-            at = self.pos.get(key) if key is not None else None
-            if at is not None:
+            if key is not None and (at := self.pos.get(key)) is not None:
                 changed = True
                 if isinstance(m, self._remove):
-                    remove.add(key)  # type: ignore[arg-type]
+                    remove.add(key)
                 else:
-                    remove.discard(key)  # type: ignore[arg-type]
+                    remove.discard(key)
                     merged[at] = m
             elif isinstance(m, self._remove):
                 raise _Unproven(f"a removal of id {m.id!r}, which is not there")

@@ -122,8 +122,18 @@ class _Messages:
     step sets ``unnamed`` and the caller takes the list from that checkpoint's blob."""
 
     def __init__(self, msgs: list[Any]) -> None:
-        from langchain_core.messages import BaseMessage, BaseMessageChunk, RemoveMessage
+        from langchain_core.messages import (
+            AIMessage,
+            BaseMessage,
+            BaseMessageChunk,
+            HumanMessage,
+            RemoveMessage,
+            SystemMessage,
+            ToolMessage,
+        )
         from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+        self._appendable = frozenset({AIMessage, HumanMessage, SystemMessage, ToolMessage})  # exactly these: plain
 
         self._base, self._chunk, self._remove, self._remove_all = (BaseMessage, BaseMessageChunk, RemoveMessage,
                                                                    REMOVE_ALL_MESSAGES)
@@ -153,6 +163,12 @@ class _Messages:
 
     def apply(self, right: Any) -> bool:
         """``add_messages(value, right)``; True when it removed or replaced a message."""
+        if type(right) is list and len(right) == 1:  # most writes: one new message (the general case below)
+            m = right[0]
+            if type(m) in self._appendable and type(m.id) is str and m.id and m.id not in self.pos:
+                self.pos[m.id] = len(self.value)
+                self.value = [*self.value, m]
+                return False
         if not isinstance(right, list):
             right = [right]
         ids = [self._plain(m) for m in right]

@@ -267,13 +267,14 @@ def test_the_writes_reader_gives_the_full_reads_logs(runs: list[Run]) -> None:
     assert fast == sum(len(r.sent) for r in runs)
 
 
-@pytest.mark.parametrize("tamper", ["interrupt_write", "lost_answer_write"])
+@pytest.mark.parametrize("tamper", ["interrupt_write", "lost_answer_write", "fork"])
 def test_the_writes_reader_falls_back_where_it_cannot_prove_the_state(
         runs: list[Run], tmp_path: Path, tamper: str) -> None:
     """A thread the writes cannot be shown to rebuild is read whole, with the same result: a write
-    to a reserved channel (an interrupt: not a plain super-step), or a model answer's write gone
+    to a reserved channel (an interrupt: not a plain super-step), a model answer's write gone
     from the table (the answer is later summarized away, so only the context before that
-    compaction, checked against its blob, shows it)."""
+    compaction, checked against its blob, shows it), or a second child of a checkpoint (time
+    travel: whose writes are whose is not known)."""
     run = runs[0]
     thread = next(iter(run.sent))
     db = tmp_path / "tampered.sqlite"
@@ -288,9 +289,14 @@ def test_the_writes_reader_falls_back_where_it_cannot_prove_the_state(
                          "value) SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, -3, '__interrupt__', type, "
                          "value FROM writes WHERE thread_id = ? AND checkpoint_id = ? AND task_id = ? AND channel = "
                          "'messages'", (thread, cid, task_id))
-        else:
+        elif tamper == "lost_answer_write":
             conn.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ? AND task_id = ? AND channel = "
                          "'messages'", (thread, cid, task_id))
+        else:  # a sibling of the checkpoint those writes made, sorted before the newest checkpoint
+            cols = [r[1] for r in conn.execute("PRAGMA table_info(checkpoints)")]
+            sel = ", ".join("checkpoint_id || 'x'" if c == "checkpoint_id" else c for c in cols)
+            assert conn.execute(f"INSERT INTO checkpoints ({', '.join(cols)}) SELECT {sel} FROM checkpoints WHERE "
+                                "thread_id = ? AND parent_checkpoint_id = ?", (thread, cid)).rowcount == 1
         conn.commit()
     finally:
         conn.close()

@@ -3,8 +3,9 @@
 A thread's history is the chain of its root-namespace checkpoints, from the newest back
 through each ``parent_config`` (a branch the thread left by time travel is not its history),
 read through ``BaseCheckpointSaver.list`` (any saver; a SQLite file through
-``langgraph-checkpoint-sqlite``'s ``SqliteSaver``, opened read-only). Each checkpoint's
-``messages`` channel is the context at that point; consecutive checkpoints give:
+``langgraph-checkpoint-sqlite``'s ``SqliteSaver``, opened read-only, and there from its
+``writes`` table where that provably rebuilds the same checkpoints: :mod:`.langgraph_writes`).
+Each checkpoint's ``messages`` channel is the context at that point; consecutive checkpoints give:
 
 - **appends**: messages with new ids (one offset per message, or their token count with
   ``floor_unit = "tokens"``, counted with LangChain's own counter);

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
@@ -102,3 +103,34 @@ def test_bad_contexts_fail_closed() -> None:
         assert "newer than one it keeps" in str(exc)
     else:
         raise AssertionError("accepted a cutoff that is not a partition")
+
+
+@settings(max_examples=100, deadline=None)
+@given(batches=st.lists(st.lists(st.integers(0, 3), max_size=4), min_size=1, max_size=6),
+       drop=st.sets(st.integers(0, 23), max_size=4))
+def test_extend_is_observe_of_the_context_plus_new_units(batches: list[list[int]], drop: set[int]) -> None:
+    """``extend(new)`` records and places exactly what ``observe(context + new)`` does (the
+    langgraph importer's append path), and refuses what is not a new unit."""
+    logs = io.StringIO(), io.StringIO()
+    full, fast = (OffsetTracker(Ledger(0, unit="tokens", log=log, session_id="s")) for log in logs)
+    live: list[Entry] = []
+    k = 0
+    for i, batch in enumerate(batches):
+        new = [Entry(f"u{k + j}", False, size) for j, size in enumerate(batch)]
+        k += len(batch)
+        live += new
+        full.observe(live)
+        fast.extend(new)
+        if i == 1:  # someone else drops units: both observe it, then go on extending
+            live = [e for j, e in enumerate(live) if j not in drop]
+            full.observe(live)
+            fast.observe(live)
+    assert logs[0].getvalue() == logs[1].getvalue()
+    assert fast.units == full.units and fast._all == full._all
+    gone = next((e for j, e in enumerate([Entry(f"u{x}", False, 1) for x in range(k)]) if e.key not in fast.units),
+                None)
+    for bad in ([Entry("s", True, 0)], [Entry("n", False, 1)] * 2, [Entry("n", False, -1)],
+                [next(iter([Entry(key, False, 1) for key in fast.units]), Entry("x", False, -1))],
+                [gone] if gone is not None else [Entry("", False, 1)]):
+        with pytest.raises(AdapterError):
+            fast.extend(bad)

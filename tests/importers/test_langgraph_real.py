@@ -231,3 +231,74 @@ def test_a_wrong_importer_fails_the_check(runs: list[Run], monkeypatch: pytest.M
         except AssertionError as exc:  # the wrong importer's log did not even audit
             found.append(str(exc))
     assert found, f"an importer that {kind.replace('_', ' ')} passed the marker check"
+
+
+def _logs(path: Path, thread: str, knobs: Path | None, *, full_read: bool) -> Any:
+    from tailguard.importers.sessions import knobs_for
+
+    got = lg.import_thread(str(path), thread, knobs_for("langgraph", str(knobs) if knobs else None),
+                           full_read=full_read)
+    return got.lines, got.units, got.pending, got.unverified
+
+
+def _fast(path: Path, thread: str) -> bool:
+    """Whether the writes reader answers for this thread (else the import read every checkpoint)."""
+    from tailguard.importers.langgraph_writes import writes_history
+
+    conn = lg.open_database(str(path))
+    try:
+        return writes_history(conn, SqliteSaver(conn).serde, thread) is not None
+    finally:
+        conn.close()
+
+
+def test_the_writes_reader_gives_the_full_reads_logs(runs: list[Run]) -> None:
+    """Issue 27 item 5: the import from the writes table (each checkpoint costs what changed) gives
+    byte for byte the log, messages, pending holes and reason of the full read through
+    ``SqliteSaver.list``, with the knobs and without, over every real thread (tools, summaries,
+    ``RemoveMessage`` through ``update_state``); and it did answer for every one of them."""
+    fast = 0
+    for r in runs:
+        for thread in r.sent:
+            fast += _fast(r.db, thread)
+            for knobs in (r.knobs, None):
+                assert _logs(r.db, thread, knobs, full_read=False) == _logs(r.db, thread, knobs, full_read=True), \
+                    (r.db.name, thread, knobs)
+    assert fast == sum(len(r.sent) for r in runs)
+
+
+@pytest.mark.parametrize("tamper", ["interrupt_write", "lost_answer_write", "fork"])
+def test_the_writes_reader_falls_back_where_it_cannot_prove_the_state(
+        runs: list[Run], tmp_path: Path, tamper: str) -> None:
+    """A thread the writes cannot be shown to rebuild is read whole, with the same result: a write
+    to a reserved channel (an interrupt: not a plain super-step), a model answer's write gone
+    from the table (the answer is later summarized away, so only the context before that
+    compaction, checked against its blob, shows it), or a second child of a checkpoint (time
+    travel: whose writes are whose is not known)."""
+    run = runs[0]
+    thread = next(iter(run.sent))
+    db = tmp_path / "tampered.sqlite"
+    db.write_bytes(run.db.read_bytes())
+    conn = sqlite3.connect(db)
+    try:
+        (cid, task_id), = conn.execute(
+            "SELECT checkpoint_id, task_id FROM writes WHERE thread_id = ? AND channel = 'messages' AND task_path "
+            "LIKE '%model' ORDER BY checkpoint_id LIMIT 1", (thread,)).fetchall()
+        if tamper == "interrupt_write":
+            conn.execute("INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, "
+                         "value) SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, -3, '__interrupt__', type, "
+                         "value FROM writes WHERE thread_id = ? AND checkpoint_id = ? AND task_id = ? AND channel = "
+                         "'messages'", (thread, cid, task_id))
+        elif tamper == "lost_answer_write":
+            conn.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ? AND task_id = ? AND channel = "
+                         "'messages'", (thread, cid, task_id))
+        else:  # a sibling of the checkpoint those writes made, sorted before the newest checkpoint
+            cols = [r[1] for r in conn.execute("PRAGMA table_info(checkpoints)")]
+            sel = ", ".join("checkpoint_id || 'x'" if c == "checkpoint_id" else c for c in cols)
+            assert conn.execute(f"INSERT INTO checkpoints ({', '.join(cols)}) SELECT {sel} FROM checkpoints WHERE "
+                                "thread_id = ? AND parent_checkpoint_id = ?", (thread, cid)).rowcount == 1
+        conn.commit()
+    finally:
+        conn.close()
+    assert _fast(run.db, thread) and not _fast(db, thread)
+    assert _logs(db, thread, run.knobs, full_read=False) == _logs(run.db, thread, run.knobs, full_read=True)

@@ -205,6 +205,29 @@ class OffsetTracker:
                 self._all[e.key] = (at, at + e.size)
             at += e.size
 
+    def extend(self, entries: Sequence[Entry]) -> None:
+        """Append new units after every known one, in O(len(entries)): what :meth:`observe` does
+        with the context last observed followed by ``entries``, when they are units (no summary)
+        whose keys the tracker never saw. Anything else raises :class:`AdapterError`."""
+        seen: set[str] = set()
+        for i, e in enumerate(entries):
+            if not isinstance(e.key, str) or not e.key or e.key in seen or e.summary:
+                raise AdapterError(f"item {i}: extend takes new units with distinct keys, got {e.key!r}")
+            if e.key in self._units or e.key in self._gone or e.key in self._summaries:
+                raise AdapterError(f"item {i}: {e.key!r} is not new")
+            if not is_int(e.size) or e.size < 0:
+                raise AdapterError(f"item {i}: size must be an integer >= 0, got {e.size!r}")
+            seen.add(e.key)
+        total = sum(e.size for e in entries)
+        if total:
+            self.ledger.append(total)
+        at = self.ledger.history_end - total
+        for e in entries:
+            self._units[e.key] = (at, at + e.size)
+            if self.remember:
+                self._all[e.key] = (at, at + e.size)
+            at += e.size
+
     def _forget(self, key: str, *, summary: bool = False) -> None:
         if self.remember:
             (self._gone_summaries if summary else self._gone).add(key)

@@ -3,8 +3,9 @@
 A thread's history is the chain of its root-namespace checkpoints, from the newest back
 through each ``parent_config`` (a branch the thread left by time travel is not its history),
 read through ``BaseCheckpointSaver.list`` (any saver; a SQLite file through
-``langgraph-checkpoint-sqlite``'s ``SqliteSaver``, opened read-only). Each checkpoint's
-``messages`` channel is the context at that point; consecutive checkpoints give:
+``langgraph-checkpoint-sqlite``'s ``SqliteSaver``, opened read-only, and there from its
+``writes`` table where that provably rebuilds the same checkpoints: :mod:`.langgraph_writes`).
+Each checkpoint's ``messages`` channel is the context at that point; consecutive checkpoints give:
 
 - **appends**: messages with new ids (one offset per message, or their token count with
   ``floor_unit = "tokens"``, counted with LangChain's own counter);
@@ -191,7 +192,7 @@ class _Builder:
         #: compactions the knobs disagree with (chain index, checkpoint id, why): not decided by them
         self.untrusted: list[tuple[int, str, str]] = []
         self.cid = ""
-        self.names: dict[str, str] = {}  # message id -> its text
+        self.names: dict[str, Any] = {}  # message id -> the message (its text is taken when named)
         self.entries: dict[str, Entry] = {}  # message id -> its tracker entry
         self.last_compaction: tuple[int, int, str] | None = None  # (chain index, tail start, summary id)
         self.where = ""
@@ -223,7 +224,7 @@ class _Builder:
         if e is None:
             summary = self.is_summary(m)
             e = self.entries[m.id] = Entry(m.id, summary, 0 if summary else self.size(m))
-            self.names.setdefault(m.id, _text(m))
+            self.names.setdefault(m.id, m)
         return e
 
     def observe(self, msgs: Sequence[Any]) -> None:
@@ -264,7 +265,7 @@ class _Builder:
         plan = self.tracker.plan(deleted=[m.id for m in deleted], shown=shown, kept=[m.id for m in kept])
         self.last_compaction = (index, plan.tail_start, summary.id)
         self.compactions[index] = (plan.tail_start, summary.id)
-        self.names[summary.id] = _text(summary)
+        self.names[summary.id] = summary
         self.tracker.commit(plan, key=summary.id, override=OVERRIDE)
         self.observe(msgs)
 
@@ -286,30 +287,52 @@ class _Builder:
                     f"the record kept {len(prev) - n}")
         return None
 
+    def appended(self, new: Sequence[Any]) -> bool:
+        """Whether ``new``, appended to the context last observed, are plain new messages: then
+        :meth:`step` would only append them, which :meth:`extend` does in O(len(new))."""
+        seen: set[str] = set()
+        for m in new:
+            if not isinstance(m, self._base) or not isinstance(m.id, str) or not m.id or m.id in self.entries \
+                    or m.id in seen or self.is_summary(m):
+                return False
+            seen.add(m.id)
+        return True
+
     def run(self, chain: list[tuple[str, list[Any]]], *, start: int = 0, assume_seen: bool = False) -> None:
         prev: list[Any] = chain[start - 1][1] if start else []  # the context the guard last observed
-        prev_ids: list[Any] = [getattr(m, "id", None) for m in prev]
-        for index, (cid, msgs) in enumerate(chain):
-            if index < start:
+        for index in range(start, len(chain)):
+            cid, msgs = chain[index]
+            if msgs is prev:  # the same list (the writes reader shares it while nothing changed)
                 continue
-            ids = [m.id if isinstance(m, self._base) else None for m in msgs]
-            if prev and ids == prev_ids:  # the same messages (most supersteps write no message)
+            n = len(prev)
+            if n and len(msgs) >= n and msgs[:n] == prev:  # identical objects compare without calling __eq__
+                if len(msgs) > n and not self.appended(msgs[n:]):
+                    self.go(index, cid, prev, msgs, assume_seen)
+                elif len(msgs) > n:
+                    self.tracker.extend([self.entry(m) for m in msgs[n:]])
                 prev = msgs
                 continue
-            prev_ids = ids
-            self.cid = cid
-            self.where = f"thread {self.thread!r}, checkpoint {cid}"
-            try:
-                self.step(index, prev, msgs, assume_seen=assume_seen)
-            except AdapterError as exc:  # the tracker cannot place what the checkpoint holds
-                raise self.fail(str(exc)) from None
+            ids = [m.id if isinstance(m, self._base) else None for m in msgs]
+            if prev and ids == [getattr(m, "id", None) for m in prev]:  # the same messages
+                prev = msgs
+                continue
+            self.go(index, cid, prev, msgs, assume_seen)
             prev = msgs
+
+    def go(self, index: int, cid: str, prev: list[Any], msgs: list[Any], assume_seen: bool) -> None:
+        """One checkpoint whose messages changed: :meth:`step`, errors naming the checkpoint."""
+        self.cid = cid
+        self.where = f"thread {self.thread!r}, checkpoint {cid}"
+        try:
+            self.step(index, prev, msgs, assume_seen=assume_seen)
+        except AdapterError as exc:  # the tracker cannot place what the checkpoint holds
+            raise self.fail(str(exc)) from None
 
     def pending(self) -> list[tuple[int, int]]:
         return pending_holes(self.tracker)
 
     def named(self) -> list[Named]:
-        return named_units(self.tracker, self.names)
+        return named_units(self.tracker, {k: _text(m) for k, m in self.names.items()})
 
 
 def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: Knobs,
@@ -367,16 +390,24 @@ def import_saver(saver: Any, thread: str, knobs: Knobs, source: str, *, names: b
     return _build(source, thread, chain, knobs, names)
 
 
-def import_thread(path: str, thread: str, knobs: Knobs, *, names: bool = True) -> Imported:
-    """Import thread ``thread`` of the ``SqliteSaver`` database at ``path``."""
+def import_thread(path: str, thread: str, knobs: Knobs, *, names: bool = True, full_read: bool = False) -> Imported:
+    """Import thread ``thread`` of the ``SqliteSaver`` database at ``path``: from the ``writes``
+    table where that provably rebuilds the checkpoints (:mod:`.langgraph_writes`), else (or
+    with ``full_read``) by reading every checkpoint through the saver. Both give the same log."""
     _require()
     from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from tailguard.importers.langgraph_writes import writes_history
 
     conn = open_database(path)
     try:
         saver = SqliteSaver(conn)
         _share_messages(saver)
-        return import_saver(saver, thread, knobs, f"{path}#{thread}", names=names)
+        source = f"{path}#{thread}"
+        chain = None if full_read else writes_history(conn, saver.serde, thread)
+        if chain is None:
+            return import_saver(saver, thread, knobs, source, names=names)
+        return _build(source, thread, chain, knobs, names)
     finally:
         conn.close()
 

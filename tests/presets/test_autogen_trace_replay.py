@@ -12,7 +12,8 @@ No floor loss: a floor finding is a compaction's (brief 6), and a floor turn tru
 A turn of fewer tokens than messages (the model allows it) holds a word a message. The real
 context loses nothing before the trace's last turn and there exactly what the findings name, but
 for the declared ``middle_out`` (``TokenLimitedChatCompletionContext``: the first loss at the
-same turn, middle turns instead of the oldest; asserted as declared). A ``safe`` verdict survives random and adversarial sessions.
+same turn, middle turns instead of the oldest; asserted as declared). A ``safe`` verdict survives
+random and adversarial sessions.
 """
 
 from __future__ import annotations

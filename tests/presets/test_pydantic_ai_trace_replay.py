@@ -10,11 +10,12 @@ reads what Pydantic AI sends: a message that left the list without reaching ``/c
 whose compaction item left unshown) is a hole, a floor message not in the list verbatim is a
 floor loss, and the request's tokens (the trace's size of every message it holds, plus
 ``summary_tokens`` for a compaction item) over ``window`` is the overflow (Pydantic AI counts no
-tokens: ``window_not_enforced``, the provider's context-length error). The real package loses
-nothing before the trace's last append and there exactly what the findings name; where the last
-append is a model response, the declared ``checked_before_requests`` applies: Pydantic AI loses
-at the next request (one message later), the same holes and overflow, every floor offset moved
-one message on. A ``safe`` verdict survives random and adversarial chats.
+tokens: ``window_not_enforced``, the provider's context-length error); at an answer, the
+request's tokens and the answer's (the window holds the output too) over ``window`` is. The real
+package loses nothing before the trace's last append and there exactly what the findings name;
+where the model compacts at an answer, the declared ``checked_before_requests`` applies: Pydantic
+AI loses at the next request (one message later), the same holes and overflow, every floor
+offset moved one message on. A ``safe`` verdict survives random and adversarial chats.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def replay(policy: Policy, knobs: dict[str, Any], sizes: list[int]) -> dict[int,
         tokens = sum(sizes[t] for t in post) + (knobs["summary_tokens"] if compaction else 0)
         loss.overflow = knobs["window"] is not None and tokens > knobs["window"]
         out[i] = loss
+        if i + 1 < len(sizes):  # the answer: nothing compacts, the window holds the request and it
+            out[i + 1] = Loss(overflow=knobs["window"] is not None and tokens + sizes[i + 1] > knobs["window"])
     assert used == len(compacts), (used, len(compacts))
     return out
 
@@ -81,12 +84,13 @@ def check_unsafe(name: str, text: str, policy: Policy, got: Any) -> None:
     sizes = list(got.trace)
     real = replay(policy, knobs_of(text), sizes)
     last = len(sizes) - 1
-    if last in real:  # the last append is a prompt: its request is where the model loses
-        check_reproduces(name, got, [real.get(i, Loss()) for i in range(len(sizes))])
+    want = named(got.findings)
+    if last % 2 == 0 or not (want.holes or want.floor):  # a prompt's request, or an overflow at an answer
+        check_reproduces(name, got, [real[i] for i in range(len(sizes))])
         return
-    # checked_before_requests: the last append is an answer; Pydantic AI loses at the next request
+    # checked_before_requests: the model compacts at an answer; Pydantic AI at the next request
     assert not any(real[i] for i in real if i < last), (name, sizes, real)
-    want, got_loss = named(got.findings), real[last + 1]
+    got_loss = real[last + 1]
     assert policy.floor_unit in ("messages", "turns"), name  # one message is one unit: the shift is one
     assert (got_loss.holes, got_loss.floor, got_loss.overflow) == (
         want.holes, {o + 1 for o in want.floor}, want.overflow), (name, sizes, got_loss, want)

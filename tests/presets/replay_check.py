@@ -7,7 +7,8 @@ Framework-free: a replay turns the real package's run into one :class:`Loss` per
 trace (turns deleted unshown or held nowhere: ``holes``; floor turns out of the context:
 ``floor``; what the model is sent over the window: ``overflow``), and :func:`check_reproduces`
 asserts that nothing is lost before the trace's last append and there exactly what the findings
-name. :func:`sessions` gives the random and adversarial sessions a ``safe`` verdict must survive.
+name. :func:`model_losses` steps the preset's model over a session (for boundary checks: the
+trace one unit short). :func:`sessions` gives the random and adversarial sessions a ``safe`` verdict must survive.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from tailguard.pipeline.model import Finding
+from tailguard.pipeline.model import Finding, State, step
 from tailguard.pipeline.policy import Policy, parse_policy
 from tailguard.pipeline.solver import Budget, decide
 
@@ -70,6 +71,13 @@ def check_reproduces(name: str, got: Any, losses: list[Loss]) -> Loss:
     assert (last.holes, last.floor, last.overflow) == (want.holes, want.floor, want.overflow), (
         name, list(got.trace), last, want)
     return last
+
+
+def model_losses(policy: Policy, sizes: list[int], counts: list[int]) -> list[Loss]:
+    """What the preset's model loses at each append of a session (its findings, by append)."""
+    state = State()
+    return [named(tuple(step(policy, state, size, messages=count)))
+            for size, count in zip(sizes, counts, strict=True)]
 
 
 def sessions(policy: Policy, seed: int, count: int, length: int) -> list[tuple[list[int], list[int]]]:

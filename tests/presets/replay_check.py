@@ -14,6 +14,7 @@ trace one unit short). :func:`sessions` gives the random and adversarial session
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,25 @@ def model_losses(policy: Policy, sizes: list[int], counts: list[int]) -> list[Lo
     state = State()
     return [named(tuple(step(policy, state, size, messages=count)))
             for size, count in zip(sizes, counts, strict=True)]
+
+
+def check_boundary(name: str, policy: Policy, got: Any, replay: Callable[[list[int], list[int]], list[Loss]],
+                   fits: Callable[[list[int], list[int]], bool] = lambda sizes, counts: True) -> int:
+    """The boundary is the real one: the trace one token short at its last append, and one message
+    short (within the policy's shape, and that the driver can build: ``fits``), loses on the real
+    package (``replay``) exactly what the model loses there, append by append. Returns the
+    variants checked."""
+    sizes, counts = list(got.trace), counts_of(policy, got)
+    variants = []
+    if sizes[-1] > policy.turn_min:
+        variants.append(([*sizes[:-1], sizes[-1] - 1], counts))
+    if counts[-1] > policy.messages_per_turn[0]:
+        variants.append((sizes, [*counts[:-1], counts[-1] - 1]))
+    variants = [(short, fewer) for short, fewer in variants if fits(short, fewer)]
+    for short, fewer in variants:
+        want = model_losses(policy, short, fewer)
+        assert replay(short, fewer) == want, (name, short, fewer, want)
+    return len(variants)
 
 
 def sessions(policy: Policy, seed: int, count: int, length: int) -> list[tuple[list[int], list[int]]]:

@@ -10,7 +10,8 @@ out of the view is lost (AutoGen never summarizes; reported at the turn it is fi
 the view's words over ``window`` are an overflow (``ReplayChatCompletionClient`` counts words).
 No floor loss: a floor finding is a compaction's (brief 6), and a floor turn truncated is a hole.
 A turn of fewer tokens than messages (the model allows it) holds a word a message. The real
-context loses nothing before the trace's last turn and there exactly what the findings name, but
+context loses nothing before the trace's last turn and there exactly what the findings name (and
+one token or one message short there, what the model loses: the boundary is the real one), but
 for the declared ``middle_out`` (``TokenLimitedChatCompletionContext``: the first loss at the
 same turn, middle turns instead of the oldest; asserted as declared). A ``safe`` verdict survives
 random and adversarial sessions.
@@ -36,7 +37,7 @@ from tailguard.doctor.drivers import autogen as ag
 from tailguard.doctor.drivers.autogen import BUFFERED, HEAD_AND_TAIL, TOKEN_LIMITED, UNBOUNDED
 from tailguard.pipeline.policy import Policy
 from tailguard.pipeline.solver import Budget
-from tests.presets.replay_check import Loss, check_reproduces, counts_of, decided, named, sessions
+from tests.presets.replay_check import Loss, check_boundary, check_reproduces, counts_of, decided, named, sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "presets").glob("autogen-*.toml"))
@@ -79,6 +80,7 @@ def check_unsafe(name: str, text: str, policy: Policy, got: Any) -> None:
     losses = replay(text, got.trace, counts)
     if context_of(text)[0] != TOKEN_LIMITED:
         check_reproduces(name, got, losses)
+        check_boundary(name, policy, got, lambda sizes, counts: replay(text, sizes, counts))
         return
     # middle_out (declared): the first loss at the same turn, middle turns instead of the oldest;
     # the overflow (a token_limit above the window) exactly

@@ -42,7 +42,7 @@ from tailguard.pipeline.model import floor_turns
 from tailguard.pipeline.policy import Policy
 from tailguard.pipeline.presets.google_adk import KNOBS
 from tailguard.pipeline.solver import Budget
-from tests.presets.replay_check import Loss, check_reproduces, counts_of, decided, sessions
+from tests.presets.replay_check import Loss, check_boundary, check_reproduces, counts_of, decided, sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "presets").glob("google-adk-*.toml"))
@@ -102,6 +102,8 @@ def check(name: str, text: str, seed: int, count: int = 2, length: int = 40, bud
     knobs = knobs_of(text)
     if got.verdict == "unsafe":
         check_reproduces(name, got, replay(policy, knobs, list(got.trace), counts_of(policy, got)))
+        check_boundary(name, policy, got, lambda sizes, counts: replay(policy, knobs, sizes, counts),
+                       lambda sizes, counts: min(sizes) >= MIN_EVENT and all(c % 2 == 0 for c in counts))
         return "unsafe"
     for sizes, counts in sessions(policy, seed, count, length):
         real = replay(policy, knobs, [max(MIN_EVENT, s) for s in sizes], counts)

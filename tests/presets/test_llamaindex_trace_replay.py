@@ -38,7 +38,7 @@ from tailguard.pipeline.policy import Policy
 from tailguard.pipeline.presets import find
 from tailguard.pipeline.presets.llamaindex import BUFFER, MEMORY, buffer_keep, flush_size
 from tailguard.pipeline.solver import Budget
-from tests.presets.replay_check import Loss, check_reproduces, counts_of, decided, named, sessions
+from tests.presets.replay_check import Loss, check_boundary, check_reproduces, counts_of, decided, named, sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "presets").glob("llamaindex-*.toml"))
@@ -101,6 +101,7 @@ def check_unsafe(name: str, text: str, policy: Policy, got: Any) -> None:
         assert sorted(last.holes)[: len(want.holes)] == sorted(want.holes), (name, last, want)
         return
     check_reproduces(name, got, losses)
+    check_boundary(name, policy, got, lambda sizes, counts: replay(policy, values, sizes, counts))
 
 
 def check(name: str, text: str, seed: int, count: int = 2, length: int = 30, budget: Budget | None = None) -> str:

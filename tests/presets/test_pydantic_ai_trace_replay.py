@@ -36,7 +36,7 @@ from tailguard.doctor.drivers.pydantic_ai import real_run, script
 from tailguard.pipeline.model import floor_turns
 from tailguard.pipeline.policy import Policy
 from tailguard.pipeline.solver import Budget
-from tests.presets.replay_check import Loss, check_reproduces, decided, named, sessions
+from tests.presets.replay_check import Loss, check_boundary, check_reproduces, decided, named, sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "presets").glob("pydantic-ai-*.toml"))
@@ -87,6 +87,8 @@ def check_unsafe(name: str, text: str, policy: Policy, got: Any) -> None:
     want = named(got.findings)
     if last % 2 == 0 or not (want.holes or want.floor):  # a prompt's request, or an overflow at an answer
         check_reproduces(name, got, [real[i] for i in range(len(sizes))])
+        check_boundary(name, policy, got, lambda short, _: [
+            x for i, x in sorted(replay(policy, knobs_of(text), short).items()) if i < len(short)])
         return
     # checked_before_requests: the model compacts at an answer; Pydantic AI at the next request
     assert not any(real[i] for i in real if i < last), (name, sizes, real)

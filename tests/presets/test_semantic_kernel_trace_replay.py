@@ -42,7 +42,7 @@ from tailguard.pipeline.model import floor_turns
 from tailguard.pipeline.policy import Policy
 from tailguard.pipeline.presets.semantic_kernel import SUMMARIZATION, SUMMARIZATION_KNOBS, TRUNCATION
 from tailguard.pipeline.solver import Budget
-from tests.presets.replay_check import Loss, check_reproduces, decided, named
+from tests.presets.replay_check import Loss, check_boundary, check_reproduces, decided, named
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "presets").glob("semantic-kernel-*.toml"))
@@ -90,6 +90,7 @@ def check_unsafe(name: str, text: str, policy: Policy, got: Any) -> None:
     losses = replay(policy, knobs, got.trace)
     if knobs["framework"] != TRUNCATION or knobs["threshold_count"] == 0:
         check_reproduces(name, got, losses)
+        check_boundary(name, policy, got, lambda sizes, _: replay(policy, knobs, sizes))
         return
     # threshold_window (declared): the first loss at the same append, SK's holes hold the named ones
     want, last = named(got.findings), losses[-1]

@@ -11,8 +11,8 @@ was shown).
   messages (a prompt, tool rounds, an answer; an odd count ends on a tool that cancels the
   invocation). After each invocation a turn with a message no context or summary holds is lost (a
   hole, at the invocation it is first lost). The real manager loses nothing before the trace's
-  last invocation and there exactly the named turns; with one message fewer in the last
-  invocation it loses what the model loses there (the boundary is the real one).
+  last invocation and there exactly the named turns; one message short there, what the model
+  loses (the boundary is the real one).
 - **Summarizing** (safe examples): random and adversarial sessions (turns of the largest size,
   tool rounds) at real sizes: no marker lost, and after every summary the floor messages verbatim.
 """
@@ -38,7 +38,7 @@ from tailguard.pipeline.model import floor_turns
 from tailguard.pipeline.policy import Policy
 from tailguard.pipeline.presets.strands import SLIDING, SUMMARIZING
 from tailguard.pipeline.solver import Budget
-from tests.presets.replay_check import Loss, check_reproduces, counts_of, decided, model_losses, sessions
+from tests.presets.replay_check import Loss, check_boundary, check_reproduces, counts_of, decided, sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "presets").glob("strands-*.toml"))
@@ -128,10 +128,7 @@ def check(name: str, text: str, seed: int, count: int = 2, length: int = 40, bud
         counts = counts_of(policy, got)
         assert max(counts) <= knobs["window_size"], (name, counts)  # not the declared tool_pair_fallback
         check_reproduces(name, got, replay_sliding(knobs, counts))
-        if counts[-1] > policy.messages_per_turn[0]:  # the boundary: one message short, as the model says
-            short = [*counts[:-1], counts[-1] - 1]
-            want = model_losses(policy, list(got.trace), short)
-            assert replay_sliding(knobs, short) == want, (name, short, want)
+        check_boundary(name, policy, got, lambda _, fewer: replay_sliding(knobs, fewer))
         return "unsafe"
     for sizes, counts in sessions(policy, seed, count, length):
         if framework == SLIDING.name:

@@ -109,3 +109,20 @@ def test_a_wrong_replay_is_caught() -> None:
     session = session_of(policy, got.trace, got.messages)[:-1]
     assert run(session, driver_knobs(text)) != len(model_compactions(policy, session_of(policy, got.trace,
                                                                                         got.messages)))
+
+
+def test_the_safe_example_survives_adversarial_sessions() -> None:
+    """openai-agents-limit.toml is safe: adversarial sessions of its shape (every turn a tool call
+    with three outputs, every turn one answer, the two in turn) run on the SDK in lockstep with the
+    preset's model at the example's knobs (``run`` raises Mismatch where the SDK deletes, shows or
+    keeps anything else), and the model, at the example's sizes (8,000 tokens a turn), finds nothing
+    on them: so the SDK loses nothing either."""
+    text = (ROOT / "examples/presets/openai-agents-limit.toml").read_text(encoding="utf-8")
+    policy = parse_policy(text, "openai-agents-limit.toml")
+    assert decide(policy, Budget()).verdict == "safe"
+    for counts in ([4] * 60, [1] * 120, [4, 1] * 40):
+        session = [Turn("ai", (MIN_MESSAGE,)) if n == 1 else Turn("tools", (MIN_MESSAGE,) * n) for n in counts]
+        assert run(session, driver_knobs(text)) >= 1  # the SDK compacted, each compaction compared
+        sim = ModelRun(policy)
+        found = [kinds for n in counts for _, kinds in [sim.append(Turn("tools", (8000 // n,) * n))] if kinds]
+        assert not found, (counts, found[:3])

@@ -1,0 +1,307 @@
+"""The ``openai-agents`` importer against the real OpenAI Agents SDK (brief 10, issue 27).
+
+The SDK runs as installed, unguarded, over a real ``SQLiteSession`` file, offline: an
+``openai.AsyncOpenAI`` client on an ``httpx.MockTransport`` answers ``/responses`` (the Runner's
+model: an assistant message) and ``/responses/compact`` as the API documents (the user messages
+it was shown, then one compaction item) - its compaction item writes back every marker it was
+shown, earlier compaction items' included. Every item the application or the model adds carries
+a unique marker (``m0017``). Three kinds of generated sessions:
+
+- ``run_compaction()`` after every turn on a new ``OpenAIResponsesCompactionSession`` over
+  ``SessionSettings(limit=N)`` (the whole store replaced, the newest N rows shown);
+- the same without a limit, on one long-lived object;
+- the Runner's automatic compaction (``Runner.run`` with the session: suffix replacement).
+
+Some sessions also ``pop_item()`` their newest row. The oracle: a marker is lost when no row of
+the final store holds it, as an item or inside a compaction item. The test records which row id
+each item was given (it wraps the session's own ``_insert_items``, so the SDK's SQL is
+unchanged) and checks, for every database: every lost marker is named lost (a hole) or lies in
+an unverified range; every row named lost lost its marker; and where nothing is unverified, the
+two agree exactly. A wrong importer (every deleted row taken as summarized; or the limit
+ignored) fails the same check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import random
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.presets.harness import REQUIRE
+
+if not REQUIRE:
+    pytest.importorskip("agents", reason="install the frameworks extra (CI does)")
+
+import httpx
+from agents import Agent, OpenAIResponsesModel, Runner, SQLiteSession, set_tracing_disabled
+from agents.memory import OpenAIResponsesCompactionSession
+from agents.memory.session_settings import SessionSettings
+from openai import AsyncOpenAI
+
+from tailguard.cli.main import main
+from tailguard.importers import openai_agents as oa
+
+set_tracing_disabled(True)
+MARK = re.compile(r"\bm\d{4}\b")
+USAGE = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2, "input_tokens_details": {"cached_tokens": 0},
+         "output_tokens_details": {"reasoning_tokens": 0}}
+
+
+class World:
+    """One generated session: the SDK's client, its markers, and the id each row was given."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.origin: dict[int, str] = {}  # row id -> the marker of the item the application/model added
+        self.compactions = 0
+
+    def mark(self) -> str:
+        self.n += 1
+        return f"m{self.n:04d}"
+
+    def client(self) -> AsyncOpenAI:
+        def handler(request: httpx.Request) -> httpx.Response:
+            body = json.loads(request.content)
+            if request.url.path.endswith("/responses/compact"):
+                shown = body.get("input", [])
+                self.compactions += 1
+                users = [x for x in shown if x.get("role") == "user"]
+                out: list[dict[str, Any]] = [
+                    {"type": "message", "role": "user", "id": f"u{self.compactions}_{i}", "status": "completed",
+                     "content": [{"type": "input_text", "text": _text(u)}]} for i, u in enumerate(users)]
+                read = sorted({m for x in shown for m in MARK.findall(json.dumps(x))})
+                out.append({"type": "compaction", "id": f"cmp_{self.compactions}",
+                            "encrypted_content": " ".join(read) or "none"})
+                return httpx.Response(200, json={"id": "resp_c", "object": "response.compaction", "created_at": 0,
+                                                 "output": out, "usage": USAGE})
+            m = self.mark()
+            return httpx.Response(200, json={
+                "id": f"resp_{m}", "object": "response", "created_at": 0, "model": "gpt-4.1", "status": "completed",
+                "output": [{"type": "message", "id": f"msg_{m}", "role": "assistant", "status": "completed",
+                            "content": [{"type": "output_text", "text": f"{m} answer", "annotations": []}]}],
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": USAGE})
+
+        return AsyncOpenAI(api_key="test", base_url="http://stub.invalid/v1",
+                           http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+
+    def watch(self, under: SQLiteSession) -> None:
+        """Record the id of every row the SDK inserts (its own SQL, run as it is)."""
+        insert = under._insert_items
+
+        def recorded(conn: sqlite3.Connection, items: list[Any]) -> None:
+            before = conn.execute("SELECT COALESCE(MAX(id), 0) FROM agent_messages").fetchone()[0]
+            insert(conn, items)
+            rows = conn.execute("SELECT id, message_data FROM agent_messages WHERE id > ? ORDER BY id",
+                                (before,)).fetchall()
+            if any(json.loads(d).get("type") == "compaction" for _, d in rows):
+                return  # a compaction's output: echoes and the compaction item, no new marker
+            for rid, data in rows:
+                found = MARK.findall(data)
+                assert len(found) == 1, data
+                self.origin[rid] = found[0]
+
+        under._insert_items = recorded  # type: ignore[method-assign]
+
+
+def _text(item: dict[str, Any]) -> str:
+    c = item.get("content")
+    if isinstance(c, list):
+        return "".join(str(b.get("text", "")) for b in c if isinstance(b, dict))
+    return str(c if c is not None else item.get("output", item.get("arguments", "")))
+
+
+def turn_items(w: World, calls: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "user", "content": f"{w.mark()} question"}]
+    for j in range(calls):
+        call = f"call_{w.n}_{j}"
+        out += [{"type": "function_call", "call_id": call, "name": "lookup", "arguments": f'"{w.mark()}"'},
+                {"type": "function_call_output", "call_id": call, "output": f"{w.mark()} result"}]
+    out.append({"role": "assistant", "content": f"{w.mark()} answer"})
+    return out
+
+
+def manual(path: Path, rng: random.Random, limit: int | None, threshold: int, turns: int | list[int],
+           pops: bool) -> World:
+    """The application adds each turn, then calls ``run_compaction()`` (a new object per turn
+    under a limit, one object without)."""
+    w = World()
+
+    async def go() -> None:
+        under = SQLiteSession("s", str(path), session_settings=SessionSettings(limit=limit) if limit else None)
+        w.watch(under)
+        client = w.client()
+
+        def session() -> OpenAIResponsesCompactionSession:
+            return OpenAIResponsesCompactionSession(
+                "s", under, client=client, compaction_mode="input",
+                should_trigger_compaction=lambda ctx: len(ctx["compaction_candidate_items"]) >= threshold)
+
+        s = session()
+        for calls in turns if isinstance(turns, list) else [rng.randint(0, 2) for _ in range(turns)]:
+            if limit:
+                s = session()
+            await s.add_items(turn_items(w, calls))
+            if pops and rng.random() < 0.3:
+                await s.pop_item()
+            await s.run_compaction()
+        under.close()
+
+    asyncio.run(go())
+    return w
+
+
+def automatic(path: Path, threshold: int, turns: int) -> World:
+    """``Runner.run`` with the compaction session: the SDK compacts after each turn by itself."""
+    w = World()
+
+    async def go() -> None:
+        under = SQLiteSession("s", str(path))
+        w.watch(under)
+        client = w.client()
+        session = OpenAIResponsesCompactionSession(
+            "s", under, client=client, compaction_mode="input",
+            should_trigger_compaction=lambda ctx: len(ctx["session_items"]) >= threshold)
+        agent = Agent(name="a", model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client))
+        for _ in range(turns):
+            await Runner.run(agent, f"{w.mark()} question", session=session)
+        under.close()
+
+    asyncio.run(go())
+    return w
+
+
+def knobs_file(tmp: Path, limit: int | None, threshold: int, fresh: bool, removes: bool) -> str:
+    p = tmp / f"k{limit}-{threshold}-{int(fresh)}-{int(removes)}.toml"
+    p.write_text('[framework]\nname = "agents.OpenAIResponsesCompactionSession"\n'
+                 f'limit = {limit if limit else "false"}\ncompaction_threshold = {threshold}\n'
+                 f'fresh_session_per_turn = {int(fresh)}\napplication_removes_items = {int(removes)}\n')
+    return str(p)
+
+
+def lost_markers(path: Path, w: World) -> set[str]:
+    conn = sqlite3.connect(str(path))
+    try:
+        text = " ".join(d for (d,) in conn.execute("SELECT message_data FROM agent_messages"))
+    finally:
+        conn.close()
+    return set(w.origin.values()) - set(MARK.findall(text))
+
+
+def audit(path: Path, knobs: str | None) -> dict[str, Any]:
+    out, err = io.StringIO(), io.StringIO()
+    args = ["audit", "--from", "openai-agents", str(path), "--profile", "partitioned", "--format", "json"]
+    code = main([*args, *(["--knobs", knobs] if knobs else [])], stdout=out, stderr=err)
+    assert code in (0, 1), err.getvalue()
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    return doc
+
+
+def judge(path: Path, w: World, knobs: str | None) -> tuple[set[str], set[str], bool]:
+    """(markers named lost, markers lost, whether any range is unverified); asserts soundness."""
+    doc = audit(path, knobs)
+    named: set[str] = set()
+    for row in doc["lost_messages"]:
+        rid = int(row["id"].removeprefix("row "))
+        assert rid in w.origin, f"row {rid} named lost is no item the application or the model added"
+        named.add(w.origin[rid])
+    lost = lost_markers(path, w)
+    unverified: set[str] = set()
+    if doc.get("unverified"):
+        imported = oa.import_session(str(path), "s", oa_knobs(knobs))
+        spans = [tuple(r) for r in doc["unverified"]]
+        for n in imported.units:
+            rid = int(n.id.removeprefix("row "))
+            if any(lo <= n.lo < hi for lo, hi in spans) and rid in w.origin:
+                unverified.add(w.origin[rid])
+        # a row the record no longer places (an earlier compaction's output) is unverified too
+        unverified |= {m for rid, m in w.origin.items() if f"row {rid}" not in {u.id for u in imported.units}}
+    assert named <= lost, f"named lost but kept: {sorted(named - lost)}"
+    assert lost <= named | unverified, f"lost but neither named nor unverified: {sorted(lost - named - unverified)}"
+    return named, lost, bool(doc.get("unverified"))
+
+
+def oa_knobs(path: str | None) -> Any:
+    from tailguard.importers import knobs_for
+
+    return knobs_for("openai-agents", path)
+
+
+def test_limit_window_loses_the_oldest_rows_exactly(tmp_path: Path) -> None:
+    """One compaction under limit 4 (fresh object per turn): the 4 oldest of its 8 rows go unseen."""
+    db = tmp_path / "w.sqlite"
+    w = manual(db, random.Random(3), limit=4, threshold=4, turns=[0, 2, 0], pops=False)
+    named, lost, unverified = judge(db, w, knobs_file(tmp_path, 4, 4, True, False))
+    assert lost == {"m0001", "m0002", "m0003", "m0004"} and named == lost and not unverified
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_generated_sessions_agree_with_the_markers(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    kind = ("window", "unlimited", "runner", "pops")[seed % 4]
+    db = tmp_path / f"{kind}.sqlite"
+    threshold = rng.randint(2, 6)
+    if kind == "runner":
+        w = automatic(db, threshold=threshold, turns=rng.randint(2, 6))
+        knobs = knobs_file(tmp_path, None, threshold, False, False)
+    elif kind == "unlimited":
+        w = manual(db, rng, limit=None, threshold=threshold, turns=rng.randint(1, 6), pops=False)
+        knobs = knobs_file(tmp_path, None, threshold, False, False)
+    else:
+        limit = rng.randint(3, 8)
+        w = manual(db, rng, limit=limit, threshold=threshold, turns=rng.randint(1, 4), pops=kind == "pops")
+        knobs = knobs_file(tmp_path, limit, threshold, True, kind == "pops")
+    named, lost, unverified = judge(db, w, knobs)
+    if not unverified:
+        assert named == lost
+    judge(db, w, None)  # without knobs: sound, never more
+
+
+def test_runner_suffix_replacement_is_decided_lossless(tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    w = automatic(db, threshold=3, turns=5)
+    named, lost, unverified = judge(db, w, knobs_file(tmp_path, None, 3, False, False))
+    assert not unverified and named == lost == set()
+    assert w.compactions >= 2
+
+
+def test_a_wrong_importer_fails_the_same_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Taking every deleted row as summarized (ignoring the limit's window) misses the loss."""
+    db = tmp_path / "w.sqlite"
+    w = manual(db, random.Random(3), limit=4, threshold=4, turns=[0, 2, 0], pops=False)
+    knobs = knobs_file(tmp_path, 4, 4, True, False)
+
+    def everything_shown(self: Any, m: int, shown: set[str], gap_keys: Any) -> str | None:
+        return None
+
+    monkeypatch.setattr(oa._Builder, "whole_store", everything_shown)
+    with pytest.raises(AssertionError, match="lost but neither named nor unverified"):
+        judge(db, w, knobs)
+
+
+def test_a_wrong_importer_that_ignores_pops_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "p.sqlite"
+    w = World()
+
+    async def go() -> None:
+        under = SQLiteSession("s", str(db))
+        w.watch(under)
+        await under.add_items([{"role": "user", "content": f"{w.mark()} q"}, {"role": "assistant", "content":
+                                                                             f"{w.mark()} a"}])
+        await under.pop_item()
+        await under.add_items([{"role": "user", "content": f"{w.mark()} q"}])
+        await under.pop_item()
+        under.close()
+
+    asyncio.run(go())
+    named, lost, _ = judge(db, w, None)
+    assert named == lost == {"m0002", "m0003"}
+    monkeypatch.setattr(oa._Builder, "removed", lambda self, gap: None)
+    with pytest.raises(AssertionError, match="lost but neither named nor unverified"):
+        judge(db, w, None)

@@ -305,3 +305,68 @@ def test_a_wrong_importer_that_ignores_pops_fails(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(oa._Builder, "removed", lambda self, gap: None)
     with pytest.raises(AssertionError, match="lost but neither named nor unverified"):
         judge(db, w, None)
+
+
+# -- bad input, fleet mode ----------------------------------------------------------------------
+
+def cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(args), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def small_db(path: Path, session: str = "s") -> None:
+    async def go() -> None:
+        under = SQLiteSession(session, str(path))
+        await under.add_items([{"role": "user", "content": "m0001 q"}, {"role": "assistant", "content": "m0002 a"}])
+        under.close()
+    asyncio.run(go())
+
+
+def test_bad_input_is_exit_2_naming_where_and_why(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.db"
+    notes.write_text("not a database")
+    other = tmp_path / "app.sqlite"
+    sqlite3.connect(str(other)).execute("CREATE TABLE t (x)").connection.close()
+    good = tmp_path / "good.sqlite"
+    small_db(good)
+    corrupt = tmp_path / "corrupt.sqlite"
+    small_db(corrupt)
+    with sqlite3.connect(str(corrupt)) as conn:
+        conn.execute("UPDATE agent_messages SET message_data = '{\"role\": \"us' WHERE id = 2")
+    cases = [
+        ((str(notes),), f"{notes}: file: not an SQLite database"),
+        ((str(other),), f"{other}: table agent_messages: missing: not an OpenAI Agents SDK SQLiteSession database"),
+        ((str(good), "--thread", "gamma"), f"{good}#gamma: session 'gamma': no such session"),
+        ((str(corrupt),), f"{corrupt}#s: session 's', row 2: message_data: not JSON"),
+    ]
+    for args, message in cases:
+        for command in (["import", "openai-agents"], ["audit", "--from", "openai-agents"]):
+            code, _, err = cli(*command, *args)
+            assert code == 2 and err.startswith(message) and "Traceback" not in err, (command, args, err)
+    code, out, err = cli("audit", "--from", "openai-agents", str(corrupt), str(good), "--format", "json")
+    assert code == 2 and "row 2: message_data: not JSON" in err
+    assert [d.get("error") is None for d in json.loads(out)["sessions"]] == [False, True]
+
+
+def test_fleet_mode_gives_an_error_record_and_judges_the_others(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.sqlite", tmp_path / "bad.sqlite"
+    small_db(good)
+    bad.write_text("junk")
+    results = tmp_path / "results.jsonl"
+    code, _, _ = cli("audit", "--from", "openai-agents", str(good), str(bad), "--out", str(results))
+    assert code == 2
+    records = {r["source"]: r for r in map(json.loads, results.read_text().splitlines())}
+    assert "error" not in records[f"{good}#s"] or not records[f"{good}#s"]["error"]
+    assert "not an SQLite database" in records[str(bad)]["error"]
+
+
+def test_import_writes_the_log(tmp_path: Path) -> None:
+    db = tmp_path / "two.sqlite"
+    small_db(db, "alpha")
+    small_db(db, "beta")
+    code, _, err = cli("import", "openai-agents", str(db), "--out-dir", str(tmp_path / "logs"))
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == ["two.alpha.jsonl", "two.beta.jsonl"]
+    code, out, _ = cli("audit", str(tmp_path / "logs" / "two.alpha.jsonl"))
+    assert code == 0

@@ -241,6 +241,15 @@ def test_limit_window_loses_the_oldest_rows_exactly(tmp_path: Path) -> None:
     assert lost == {"m0001", "m0002", "m0003", "m0004"} and named == lost and not unverified
 
 
+def test_several_whole_store_replacements_stay_unverified(tmp_path: Path) -> None:
+    """Four compactions under limit 4: the rows deleted before the last one mix earlier
+    compactions' outputs with items; which were shown is not decided, so nothing is named."""
+    db = tmp_path / "many.sqlite"
+    w = manual(db, random.Random(1), limit=4, threshold=2, turns=[1, 1, 0, 2, 1], pops=False)
+    named, lost, unverified = judge(db, w, knobs_file(tmp_path, 4, 2, True, False))
+    assert w.compactions >= 3 and lost and unverified and not named
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_generated_sessions_agree_with_the_markers(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
@@ -368,5 +377,5 @@ def test_import_writes_the_log(tmp_path: Path) -> None:
     code, _, err = cli("import", "openai-agents", str(db), "--out-dir", str(tmp_path / "logs"))
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == ["two.alpha.jsonl", "two.beta.jsonl"]
-    code, out, _ = cli("audit", str(tmp_path / "logs" / "two.alpha.jsonl"))
+    code, _, _ = cli("audit", str(tmp_path / "logs" / "two.alpha.jsonl"))
     assert code == 0

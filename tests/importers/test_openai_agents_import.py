@@ -311,7 +311,7 @@ def test_a_wrong_importer_that_ignores_pops_fails(tmp_path: Path, monkeypatch: p
     asyncio.run(go())
     named, lost, _ = judge(db, w, None)
     assert named == lost == {"m0002", "m0003"}
-    monkeypatch.setattr(oa._Builder, "removed", lambda self, gap: None)
+    monkeypatch.setattr(oa._Builder, "removed", lambda self, gap, at, resume: None)
     with pytest.raises(AssertionError, match="lost but neither named nor unverified"):
         judge(db, w, None)
 

@@ -227,9 +227,9 @@ class _Builder:
         self.slots: list[_Slot] = []
         self.names: dict[str, str] = {}
         self.offsets: dict[str, int] = {}
-        #: (block's first row index, offsets before its block, why it is not decided)
-        self.untrusted: list[tuple[int, int, str]] = []
-        self.tails: dict[int, int] = {}  # block's first row index -> offsets before its block
+        #: points up to which the record is not decided: (index of the next row, the id the replay
+        #: resumes after, offsets up to there, why)
+        self.untrusted: list[tuple[int, int, int, str]] = []
         self.removes = bool(knobs.values.get("application_removes_items", 1)) or not knobs.given
 
     # -- the ledger -------------------------------------------------------------------------
@@ -244,18 +244,24 @@ class _Builder:
             self.offsets[key] = at + j
             self.names[key] = text
 
-    def removed(self, gap: Sequence[int]) -> None:
-        """Rows of this session removed outside any compaction (``pop_item``): truncated."""
+    def removed(self, gap: Sequence[int], at: int, resume: int) -> None:
+        """Rows of this session removed outside any compaction (``pop_item``): truncated. With
+        several sessions in the database they may be another's: everything up to them is then
+        not decided (``at``: the index of the row after them; ``resume``: the id after them)."""
         if not gap:
             return
-        if not self.record.own:
-            return  # another session's rows, or this one's: not decided, and not offsets (docs/import.md)
         self.append([(f"row {i}", GONE) for i in gap])
         offs = [self.offsets[f"row {i}"] for i in gap]
         for lo, hi in normalize((o, o + 1) for o in offs):
             self.ledger.truncate(lo, hi)
         gone = {f"row {i}" for i in gap}
         self.slots = [s for s in self.slots if s.key not in gone]
+        if not self.record.own:
+            ids = f"{gap[0]}" if len(gap) == 1 else f"{gap[0]} to {gap[-1]}"
+            self.untrusted.append((at, resume, self.ledger.history_end,
+                                   f"ids {ids} are deleted rows outside any compaction and {self.record.sessions} "
+                                   "sessions share the ids: whether this session lost them (pop_item) is not in the "
+                                   "record"))
 
     def compact(self, deleted: Sequence[str], shown: set[str], block: Sequence[str]) -> None:
         """The store loses ``deleted`` (a suffix of its slots), of which ``shown`` were sent, and
@@ -323,15 +329,15 @@ class _Builder:
         else:
             why = self.whole_store(len(gap), shown, gap_keys)
         self.append([(k, GONE) for k in gap_keys])
-        self.tails[first] = self.ledger.history_end
         where = f"compaction item at row {rows[last].id}"
+        point = (last + 1, rows[last].id, self.ledger.history_end)
         if why is not None:
-            self.untrusted.append((first, self.ledger.history_end, f"{where}: {why}"))
+            self.untrusted.append((*point, f"{where}: {why}"))
         try:
             self.compact(gap_keys, shown, block)
         except _Undecided as exc:
             if why is None:
-                self.untrusted.append((first, self.ledger.history_end, f"{where}: {exc}"))
+                self.untrusted.append((*point, f"{where}: {exc}"))
             self.compact_all(block)
 
     def compact_all(self, block: Sequence[str]) -> None:
@@ -383,10 +389,10 @@ class _Builder:
                 self.block(i, last, gap)
                 prev, i = rows[last].id, last + 1
                 continue
-            self.removed(gap)
+            self.removed(gap, i, rows[i].id - 1)
             self.append([(f"row {rows[i].id}", _text(rows[i].item))])
             prev, i = rows[i].id, i + 1
-        self.removed(self.record.missing(prev, self.record.top + 1))
+        self.removed(self.record.missing(prev, self.record.top + 1), len(rows), self.record.top)
 
     def pending(self) -> list[tuple[int, int]]:
         led = self.ledger
@@ -424,29 +430,24 @@ def import_record(record: _Record, knobs: Knobs, source: str, sid: str, *, names
             note = (f"application_removes_items = 0 ({knobs.file}) disagrees with the record: rows "
                     f"{', '.join(map(str, popped[:5]))}{' ...' if len(popped) > 5 else ''} were removed outside any "
                     "compaction; taken as 1")
-    if not record.own and _gaps_outside_blocks(record):
-        note = (f"{record.sessions} sessions share the row ids: ids deleted outside any compaction may be this "
-                "session's rows (removed by pop_item()) or another's; they are not counted")
     log = io.StringIO()
     b = _Builder(source, sid, record, knobs, log)
     b.run()
     if not b.untrusted:
         return Imported(source, log.getvalue().splitlines(keepends=True), b.named() if names else [], note,
                         pending=b.pending())
-    first, _, why = b.untrusted[-1]
+    at, resume, count, why = b.untrusted[-1]
     why = why + ("" if note is None else f" ({note})")
-    last = _blocks(record.rows)[first]
-    count = b.tails[first]
     scout = b
     log = io.StringIO()
     b = _Builder(source, sid, record, knobs, log)
     rows = record.rows
-    adopted = [f"row {r.id}" for r in rows[:last + 1]]
+    adopted = [f"row {r.id}" for r in rows[:at]]
     sid_ = b.ledger.adopt(count, reason=why + "; what the compactions were shown up to there is not decided")
     b.slots = [_Slot(k, "carrier", sid_) for k in adopted]
     b.offsets = {k: o for k, o in scout.offsets.items() if o < count}
     b.names = dict(scout.names)
-    b.run(start=last + 1, prev=rows[last].id)
+    b.run(start=at, prev=resume)
     return Imported(source, log.getvalue().splitlines(keepends=True), b.named() if names else [], why,
                     pending=b.pending())
 

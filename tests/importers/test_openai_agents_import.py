@@ -12,13 +12,14 @@ a unique marker (``m0017``). Three kinds of generated sessions:
 - the same without a limit, on one long-lived object;
 - the Runner's automatic compaction (``Runner.run`` with the session: suffix replacement).
 
-Some sessions also ``pop_item()`` their newest row. The oracle: a marker is lost when no row of
+Some sessions also ``pop_item()`` their newest row, and some databases hold two sessions whose
+Runner and application turns interleave (the ids are shared). The oracle: a marker is lost when no row of
 the final store holds it, as an item or inside a compaction item. The test records which row id
 each item was given (it wraps the session's own ``_insert_items``, so the SDK's SQL is
 unchanged) and checks, for every database: every lost marker is named lost (a hole) or lies in
 an unverified range; every row named lost lost its marker; and where nothing is unverified, the
-two agree exactly. A wrong importer (every deleted row taken as summarized; or the limit
-ignored) fails the same check.
+two agree exactly. Wrong importers fail the same check: every deleted row taken as shown (the
+limit ignored), ``pop_item`` gaps ignored, no ``2 * compaction_threshold`` bound.
 """
 
 from __future__ import annotations
@@ -185,36 +186,38 @@ def knobs_file(tmp: Path, limit: int | None, threshold: int, fresh: bool, remove
     return str(p)
 
 
-def lost_markers(path: Path, w: World) -> set[str]:
+def lost_markers(path: Path, w: World, session: str = "s") -> set[str]:
     conn = sqlite3.connect(str(path))
     try:
-        text = " ".join(d for (d,) in conn.execute("SELECT message_data FROM agent_messages"))
+        text = " ".join(d for (d,) in conn.execute("SELECT message_data FROM agent_messages WHERE session_id = ?",
+                                                   (session,)))
     finally:
         conn.close()
     return set(w.origin.values()) - set(MARK.findall(text))
 
 
-def audit(path: Path, knobs: str | None) -> dict[str, Any]:
+def audit(path: Path, knobs: str | None, session: str = "s") -> dict[str, Any]:
     out, err = io.StringIO(), io.StringIO()
-    args = ["audit", "--from", "openai-agents", str(path), "--profile", "partitioned", "--format", "json"]
+    args = ["audit", "--from", "openai-agents", str(path), "--thread", session, "--profile", "partitioned",
+            "--format", "json"]
     code = main([*args, *(["--knobs", knobs] if knobs else [])], stdout=out, stderr=err)
     assert code in (0, 1), err.getvalue()
     doc: dict[str, Any] = json.loads(out.getvalue())
     return doc
 
 
-def judge(path: Path, w: World, knobs: str | None) -> tuple[set[str], set[str], bool]:
+def judge(path: Path, w: World, knobs: str | None, session: str = "s") -> tuple[set[str], set[str], bool]:
     """(markers named lost, markers lost, whether any range is unverified); asserts soundness."""
-    doc = audit(path, knobs)
+    doc = audit(path, knobs, session)
     named: set[str] = set()
     for row in doc["lost_messages"]:
         rid = int(row["id"].removeprefix("row "))
         assert rid in w.origin, f"row {rid} named lost is no item the application or the model added"
         named.add(w.origin[rid])
-    lost = lost_markers(path, w)
+    lost = lost_markers(path, w, session)
     unverified: set[str] = set()
     if doc.get("unverified"):
-        imported = oa.import_session(str(path), "s", oa_knobs(knobs))
+        imported = oa.import_session(str(path), session, oa_knobs(knobs))
         spans = [tuple(r) for r in doc["unverified"]]
         for n in imported.units:
             rid = int(n.id.removeprefix("row "))
@@ -270,6 +273,62 @@ def test_generated_sessions_agree_with_the_markers(tmp_path: Path, seed: int) ->
     if not unverified:
         assert named == lost
     judge(db, w, None)  # without knobs: sound, never more
+
+
+def mixed(path: Path, rng: random.Random, sessions: list[str], limit: int | None, threshold: int,
+          fresh: bool) -> tuple[dict[str, World], bool]:
+    """Sessions sharing one database, each turn either a Runner turn (automatic compaction) or an
+    application turn (``run_compaction()``, sometimes a ``pop_item()`` first): (worlds, popped)."""
+    worlds = {sid: World() for sid in sessions}
+    popped = [False]
+
+    async def go() -> None:
+        unders: dict[str, SQLiteSession] = {}
+        for k, sid in enumerate(sessions):
+            settings = SessionSettings(limit=limit) if limit else None
+            unders[sid] = SQLiteSession(sid, str(path), session_settings=settings)
+            worlds[sid].watch(unders[sid])
+            worlds[sid].n = 1000 * (k + 1)  # markers unique across the database
+        clients = {sid: worlds[sid].client() for sid in sessions}
+        objects: dict[str, OpenAIResponsesCompactionSession] = {}
+        for _ in range(rng.randint(2, 12)):
+            sid = rng.choice(sessions)
+            w = worlds[sid]
+            if fresh or sid not in objects:
+                objects[sid] = OpenAIResponsesCompactionSession(
+                    sid, unders[sid], client=clients[sid], compaction_mode="input",
+                    should_trigger_compaction=lambda ctx: len(ctx["compaction_candidate_items"]) >= threshold)
+            s = objects[sid]
+            if rng.random() < 0.25:
+                agent = Agent(name="a", model=OpenAIResponsesModel(model="gpt-4.1", openai_client=clients[sid]))
+                await Runner.run(agent, f"{w.mark()} question", session=s)
+                continue
+            await s.add_items(turn_items(w, rng.randint(0, 2)))
+            if rng.random() < 0.15:
+                await s.pop_item()
+                popped[0] = True
+            await s.run_compaction()
+        for u in unders.values():
+            u.close()
+
+    asyncio.run(go())
+    return worlds, popped[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5, 7, 11, 13])
+def test_mixed_databases_of_one_or_two_sessions(tmp_path: Path, seed: int) -> None:
+    """Runner and application turns, pops, one or two sessions in one file: sound for every
+    session, exact where nothing is unverified (a second session makes most ids ambiguous)."""
+    rng = random.Random(seed)
+    db = tmp_path / "mixed.sqlite"
+    sessions = ["s"] if rng.random() < 0.6 else ["s", "t"]
+    limit, threshold, fresh = rng.choice([None, 3, 4, 6]), rng.randint(2, 5), rng.random() < 0.5
+    worlds, popped = mixed(db, rng, sessions, limit, threshold, fresh)
+    knobs = knobs_file(tmp_path, limit, threshold, fresh, popped or rng.random() < 0.5)
+    for sid, w in worlds.items():
+        if w.origin:
+            named, lost, unverified = judge(db, w, knobs, sid)
+            assert unverified or named == lost
 
 
 def test_runner_suffix_replacement_is_decided_lossless(tmp_path: Path) -> None:

@@ -178,11 +178,13 @@ def automatic(path: Path, threshold: int, turns: int) -> World:
     return w
 
 
-def knobs_file(tmp: Path, limit: int | None, threshold: int, fresh: bool, removes: bool) -> str:
-    p = tmp / f"k{limit}-{threshold}-{int(fresh)}-{int(removes)}.toml"
+def knobs_file(tmp: Path, limit: int | None, threshold: int, fresh: bool, removes: bool,
+               automatic: bool = False) -> str:
+    p = tmp / f"k{limit}-{threshold}-{int(fresh)}-{int(removes)}-{int(automatic)}.toml"
     p.write_text('[framework]\nname = "agents.OpenAIResponsesCompactionSession"\n'
                  f'limit = {limit if limit else "false"}\ncompaction_threshold = {threshold}\n'
-                 f'fresh_session_per_turn = {int(fresh)}\napplication_removes_items = {int(removes)}\n')
+                 f'fresh_session_per_turn = {int(fresh)}\napplication_removes_items = {int(removes)}\n'
+                 f'automatic_compaction = {int(automatic)}\n')
     return str(p)
 
 
@@ -261,7 +263,7 @@ def test_generated_sessions_agree_with_the_markers(tmp_path: Path, seed: int) ->
     threshold = rng.randint(2, 6)
     if kind == "runner":
         w = automatic(db, threshold=threshold, turns=rng.randint(2, 6))
-        knobs = knobs_file(tmp_path, None, threshold, False, False)
+        knobs = knobs_file(tmp_path, None, threshold, False, False, automatic=True)
     elif kind == "unlimited":
         w = manual(db, rng, limit=None, threshold=threshold, turns=rng.randint(1, 6), pops=False)
         knobs = knobs_file(tmp_path, None, threshold, False, False)
@@ -324,7 +326,7 @@ def test_mixed_databases_of_one_or_two_sessions(tmp_path: Path, seed: int) -> No
     sessions = ["s"] if rng.random() < 0.6 else ["s", "t"]
     limit, threshold, fresh = rng.choice([None, 3, 4, 6]), rng.randint(2, 5), rng.random() < 0.5
     worlds, popped = mixed(db, rng, sessions, limit, threshold, fresh)
-    knobs = knobs_file(tmp_path, limit, threshold, fresh, popped or rng.random() < 0.5)
+    knobs = knobs_file(tmp_path, limit, threshold, fresh, popped or rng.random() < 0.5, automatic=True)
     for sid, w in worlds.items():
         if w.origin:
             named, lost, unverified = judge(db, w, knobs, sid)
@@ -334,9 +336,36 @@ def test_mixed_databases_of_one_or_two_sessions(tmp_path: Path, seed: int) -> No
 def test_runner_suffix_replacement_is_decided_lossless(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     w = automatic(db, threshold=3, turns=5)
-    named, lost, unverified = judge(db, w, knobs_file(tmp_path, None, 3, False, False))
+    named, lost, unverified = judge(db, w, knobs_file(tmp_path, None, 3, False, False, automatic=True))
     assert not unverified and named == lost == set()
     assert w.compactions >= 2
+
+
+def test_runner_under_a_limit_sends_the_whole_store_it_replaces(tmp_path: Path) -> None:
+    """``Runner.run`` under ``SessionSettings(limit=3)``: the model saw the newest 3 items and the
+    new turn, the automatic compaction matched them all and replaced the whole store (5 rows),
+    sending every one. The block looks like a manual one's; with automatic_compaction = 1 the
+    importer does not read the limit into it (it would name m0001 lost, which was sent)."""
+    db = tmp_path / "rl.sqlite"
+    w = World()
+
+    async def go() -> None:
+        under = SQLiteSession("s", str(db), session_settings=SessionSettings(limit=3))
+        w.watch(under)
+        client = w.client()
+        agent = Agent(name="a", model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client))
+        for _ in range(2):
+            s = OpenAIResponsesCompactionSession("s", under, client=client, compaction_mode="input",
+                                                 should_trigger_compaction=lambda ctx:
+                                                 len(ctx["compaction_candidate_items"]) >= 2)
+            await Runner.run(agent, f"{w.mark()} question", session=s)
+        under.close()
+
+    asyncio.run(go())
+    named, lost, unverified = judge(db, w, knobs_file(tmp_path, 3, 2, True, False, automatic=True))
+    assert w.compactions == 1 and lost == set() and named == set() and unverified
+    with pytest.raises(AssertionError, match="named lost but kept"):  # the knob stated wrongly
+        judge(db, w, knobs_file(tmp_path, 3, 2, True, False, automatic=False))
 
 
 def test_a_wrong_importer_fails_the_same_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

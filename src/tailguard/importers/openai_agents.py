@@ -371,6 +371,10 @@ class _Builder:
             return (f"{m} rows were deleted before it, more than limit = {limit}: a long-lived session object "
                     "shows its compactions every row added since its first read, and when that read was is not "
                     "in the record (fresh_session_per_turn = 0)")
+        if self.knobs.values.get("automatic_compaction", 1):
+            return (f"{m} rows were deleted before it, more than limit = {limit}: the application's run_compaction() "
+                    "showed the newest `limit` of them, but the Runner's automatic compaction (automatic_compaction "
+                    "= 1) sends the whole store when it replaces it, and leaves the same block")
         if threshold < 1 or m > 2 * threshold:
             return (f"{m} rows were deleted before it: more than one compaction (each needs compaction_threshold = "
                     f"{threshold} candidate items) may have replaced the store, and what each was shown is not in "

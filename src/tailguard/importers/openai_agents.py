@@ -250,6 +250,8 @@ class _Builder:
         not decided (``at``: the index of the row after them; ``resume``: the id after them)."""
         if not gap:
             return
+        if not self.record.own and not self.removes:
+            return  # only compactions delete, and a compaction's rows lie right before its block: another's
         self.append([(f"row {i}", GONE) for i in gap])
         offs = [self.offsets[f"row {i}"] for i in gap]
         for lo, hi in normalize((o, o + 1) for o in offs):
@@ -320,10 +322,12 @@ class _Builder:
                 why = "no deleted row lies before it (the SDK deletes what it replaces first)"
             elif len(gap) == max(1, echoes):
                 pass  # exactly the rows it sent: the suffix holds at least one row and every echoed one
+            elif not self.removes:
+                pass  # only compactions delete: its rows were sent; another session's are counted, covered
             elif not self.record.own:
                 why = (f"{len(gap)} ids before it are deleted rows and {self.record.sessions} sessions share the "
-                       "ids: which were this session's (and sent) is not in the record")
-            elif self.removes:
+                       "ids: which were this session's, and sent, is not in the record")
+            else:
                 why = (f"{len(gap)} rows before it are deleted; the suffix it sent holds at least {max(1, echoes)} "
                        "of them, and the others may have been removed by pop_item() (application_removes_items = 1)")
         else:
@@ -353,9 +357,6 @@ class _Builder:
         ``m`` ids deleted before it it was shown (``shown``, narrowed here), or why that is not decided."""
         if m == 0:
             return None
-        if not self.record.own:
-            return (f"{m} ids before it are deleted rows and {self.record.sessions} sessions share the ids: which "
-                    "were this session's is not in the record")
         if not self.knobs.given:
             return (f"it replaced the whole store: what it and any compaction before it were shown of the {m} rows "
                     "deleted before it is not in the record, and no --knobs were given")
@@ -366,7 +367,10 @@ class _Builder:
         threshold = int(self.knobs.values.get("compaction_threshold", 10))
         fresh = bool(self.knobs.values.get("fresh_session_per_turn", 0))
         if limit is None or m <= int(limit):
-            return None  # every compaction was shown the whole store (at most `limit` rows)
+            return None  # every compaction was shown the whole store (at most `limit` rows, this session's or not)
+        if not self.record.own:
+            return (f"{m} ids before it are deleted rows, more than limit = {limit}, and {self.record.sessions} "
+                    "sessions share the ids: how many were this session's is not in the record")
         if not fresh:
             return (f"{m} rows were deleted before it, more than limit = {limit}: a long-lived session object "
                     "shows its compactions every row added since its first read, and when that read was is not "

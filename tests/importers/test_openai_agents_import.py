@@ -341,6 +341,38 @@ def test_runner_suffix_replacement_is_decided_lossless(tmp_path: Path) -> None:
     assert w.compactions >= 2
 
 
+def test_a_row_popped_inside_a_suffix_gap_is_not_taken_as_sent(tmp_path: Path) -> None:
+    """Under ``limit = 2`` the Runner's fourth turn replaces the suffix u3 a3 u4 a4 (rows 5, 6, 8,
+    9) and keeps a2 (row 4); row 7, which the application added and popped, is in the same gap.
+    With application_removes_items = 1 that gap is not decided (a wrong importer that takes every
+    row of a suffix gap as sent misses row 7's loss)."""
+    db = tmp_path / "gap.sqlite"
+    w = World()
+    compact = [False]
+
+    async def go() -> None:
+        under = SQLiteSession("s", str(db), session_settings=SessionSettings(limit=2))
+        w.watch(under)
+        client = w.client()
+        s = OpenAIResponsesCompactionSession("s", under, client=client, compaction_mode="input",
+                                             should_trigger_compaction=lambda ctx: compact[0])
+        agent = Agent(name="a", model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client))
+        for _ in range(3):
+            await Runner.run(agent, f"{w.mark()} question", session=s)
+        await s.add_items([{"role": "assistant", "content": f"{w.mark()} aside"}])
+        await s.pop_item()
+        compact[0] = True
+        await Runner.run(agent, f"{w.mark()} question", session=s)
+        under.close()
+
+    asyncio.run(go())
+    with sqlite3.connect(str(db)) as conn:
+        ids = [r[0] for r in conn.execute("SELECT id FROM agent_messages ORDER BY id")]
+    assert ids[:4] == [1, 2, 3, 4] and 7 not in ids and w.compactions == 1
+    named, lost, unverified = judge(db, w, knobs_file(tmp_path, 2, 10, False, True, automatic=True))
+    assert lost == {w.origin[7]} and unverified and not named
+
+
 def test_runner_under_a_limit_sends_the_whole_store_it_replaces(tmp_path: Path) -> None:
     """``Runner.run`` under ``SessionSettings(limit=3)``: the model saw the newest 3 items and the
     new turn, the automatic compaction matched them all and replaced the whole store (5 rows),

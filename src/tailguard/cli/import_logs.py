@@ -110,5 +110,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             print(f"{PROG}: cannot write {target}: {exc.strerror or exc}", file=stderr)
             return 2
         print(f"{ref.source}: {len(imported.lines):,} events -> {target}"
-              + (" (unverified ranges: no --knobs)" if imported.unverified else ""), file=stderr)
+              + ("" if not any('"adopt"' in line for line in imported.lines[:3]) else
+                 " (unverified ranges: no --knobs)" if args.knobs is None else
+                 " (unverified ranges: see its adopt line)"), file=stderr)
     return 2 if failed else 0

@@ -451,7 +451,7 @@ def import_record(record: _Record, knobs: Knobs, source: str, sid: str, *, names
     b = _Builder(source, sid, record, knobs, log)
     rows = record.rows
     adopted = [f"row {r.id}" for r in rows[:at]]
-    sid_ = b.ledger.adopt(count, reason=why + "; what the compactions were shown up to there is not decided")
+    sid_ = b.ledger.adopt(count, reason=why + "; everything up to there is unverified")
     b.slots = [_Slot(k, "carrier", sid_) for k in adopted]
     b.offsets = {k: o for k, o in scout.offsets.items() if o < count}
     b.names = dict(scout.names)

@@ -286,7 +286,7 @@ class _Builder:
         kept_keys = {s.key for s in kept}
         for summary in led.summaries:
             where = [s.key for s in self.slots if s.kind == "carrier" and s.ref == summary]
-            if where and all(k in kept_keys for k in where):
+            if all(k in kept_keys for k in where):  # no carrier: ids adopted before any row, never deleted
                 keeps.append(summary)
             elif where and all(k in kept_keys or k in shown for k in where):
                 saw.append(summary)

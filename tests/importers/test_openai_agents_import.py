@@ -499,3 +499,13 @@ def test_import_writes_the_log(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == ["two.alpha.jsonl", "two.beta.jsonl"]
     code, _, _ = cli("audit", str(tmp_path / "logs" / "two.alpha.jsonl"))
     assert code == 0
+
+
+def test_the_user_message_rule_is_the_sdks() -> None:
+    from agents.memory.openai_responses_compaction_session import _is_user_message
+
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "x"}, {"type": "message", "role": "user", "content": []},
+        {"type": "message", "role": "assistant", "content": []}, {"role": "user"},
+        {"type": "function_call_output", "role": "user", "content": "x"}, {"type": "compaction"}]
+    assert [oa._is_user(x) for x in items] == [_is_user_message(x) for x in items]  # type: ignore[arg-type]

@@ -174,9 +174,11 @@ def _is_compaction(item: dict[str, Any]) -> bool:
 
 
 def _is_user(item: dict[str, Any]) -> bool:
-    """The SDK's own ``_is_user_message`` (the compact endpoint echoes these)."""
-    from_sdk = item.get("type") == "message" and item.get("role") == "user"
-    return from_sdk or (item.get("type") in (None, "message") and item.get("role") == "user" and "content" in item)
+    """The SDK's ``_is_user_message`` (agents/memory/openai_responses_compaction_session.py, 0.24.0),
+    restated so that reading a database needs no SDK: the compact endpoint echoes these."""
+    if item.get("type") == "message":
+        return item.get("role") == "user"
+    return item.get("role") == "user" and "content" in item
 
 
 def _text(item: dict[str, Any]) -> str:

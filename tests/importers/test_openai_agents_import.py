@@ -509,3 +509,25 @@ def test_the_user_message_rule_is_the_sdks() -> None:
         {"type": "message", "role": "assistant", "content": []}, {"role": "user"},
         {"type": "function_call_output", "role": "user", "content": "x"}, {"type": "compaction"}]
     assert [oa._is_user(x) for x in items] == [_is_user_message(x) for x in items]  # type: ignore[arg-type]
+
+
+def test_a_guarded_session_is_imported_and_says_so(tmp_path: Path) -> None:
+    """The adapter's tailguard_state table beside the items: the rows are imported as any, and the
+    adopted range's reason points at the guard's own log."""
+    from tailguard.adapters.openai_agents import GuardedResponsesCompactionSession
+    from tailguard.spill import MemorySpillStore
+
+    db = tmp_path / "guarded.sqlite"
+    w = World()
+
+    async def go() -> None:
+        under = SQLiteSession("g", str(db), session_settings=SessionSettings(limit=4))
+        await under.add_items(turn_items(w, 2) + turn_items(w, 1))
+        session = GuardedResponsesCompactionSession("g", under, client=w.client(), compaction_mode="input",
+                                                    on_refuse="spill", store=MemorySpillStore(), log=io.StringIO())
+        await session.run_compaction({"force": True})
+        under.close()
+
+    asyncio.run(go())
+    code, out, _ = cli("audit", "--from", "openai-agents", str(db))
+    assert code == 0 and "has a row in tailguard_state" in out and "unverified" in out

@@ -121,6 +121,7 @@ class _Record:
     ids: list[int]  # every id present in agent_messages (all sessions), sorted
     top: int  # the highest id ever given (sqlite_sequence), at least the highest present
     sessions: int  # how many sessions have rows or a session row
+    guarded: bool = False  # the adapter's tailguard_state table holds this session
 
     @property
     def own(self) -> bool:
@@ -164,7 +165,17 @@ def _read(conn: sqlite3.Connection, source: str, sid: str) -> _Record:
                                                 "cannot be imported")
         rows.append(_Row(int(rid), item))
     top = max(seq or 0, ids[-1] if ids else 0)
-    return _Record(rows, ids, top, len(names))
+    return _Record(rows, ids, top, len(names), _guarded(conn, sid))
+
+
+def _guarded(conn: sqlite3.Connection, sid: str) -> bool:
+    """Whether the adapter's state table (``tailguard_state``) holds this session: it was guarded."""
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tailguard_state'").fetchone():
+            return False
+        return conn.execute("SELECT 1 FROM tailguard_state WHERE session_id = ?", (sid,)).fetchone() is not None
+    except sqlite3.Error:
+        return False
 
 
 # -- what an item is -------------------------------------------------------------------------
@@ -431,15 +442,18 @@ def _gaps_outside_blocks(record: _Record) -> list[int]:
 def import_record(record: _Record, knobs: Knobs, source: str, sid: str, *, names: bool = True) -> Imported:
     """The event log of one session's ``record``. Compactions the record and the knobs cannot
     decide leave everything up to the last such one adopted: unverified."""
-    note = None
+    note = None if not record.guarded else (
+        "this session has a row in tailguard_state: GuardedResponsesCompactionSession guarded it, and its guard's "
+        "own log (its log=) is the exact record")
     if knobs.given and not knobs.values.get("application_removes_items", 1) and record.own:
         popped = _gaps_outside_blocks(record)
         if popped:  # the record proves the knob wrong: rows left outside any compaction
             knobs = Knobs(knobs.framework, {**knobs.values, "application_removes_items": 1}, knobs.floor,
                           knobs.floor_unit, knobs.file)
-            note = (f"application_removes_items = 0 ({knobs.file}) disagrees with the record: rows "
-                    f"{', '.join(map(str, popped[:5]))}{' ...' if len(popped) > 5 else ''} were removed outside any "
-                    "compaction; taken as 1")
+            why = (f"application_removes_items = 0 ({knobs.file}) disagrees with the record: rows "
+                   f"{', '.join(map(str, popped[:5]))}{' ...' if len(popped) > 5 else ''} were removed outside any "
+                   "compaction; taken as 1")
+            note = why if note is None else f"{why}; {note}"
     log = io.StringIO()
     b = _Builder(source, sid, record, knobs, log)
     b.run()

@@ -32,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{', '.join(langgraph.VALIDATED_ON)}); openhands: a conversation directory (events/ "
                              "and base_state.json) or the persistence_dir holding them (every conversation is a "
                              f"session; validated on {', '.join(openhands.VALIDATED_ON)}, Python >= 3.12); "
-                             "openai-agents: an OpenAI Agents SDK SQLiteSession database (every session is a "
-                             f"session; validated on {', '.join(openai_agents.VALIDATED_ON)})")
+                             "openai-agents: an OpenAI Agents SDK SQLiteSession database (each of its sessions is one; "
+                             f"validated on {', '.join(openai_agents.VALIDATED_ON)})")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("-o", "--output", metavar="LOG", default=None,
                        help="write the one session's event log here (default: stdout)")

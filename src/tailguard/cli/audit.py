@@ -54,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "are judged")
     parser.add_argument("--from", dest="from_format", metavar="FORMAT", default=None,
                         help="the arguments are what a framework persisted, not event logs: import them "
-                             "first (langgraph: SqliteSaver databases, every thread a session; "
-                             "docs/import.md); an unusable source is exit 2 (SOURCE: where: why)")
+                             "first (langgraph: SqliteSaver databases, every thread a session; openhands: "
+                             "conversation directories; openai-agents: SQLiteSession databases, each of their sessions "
+                             "one; docs/import.md); an unusable source is exit 2 (SOURCE: where: why)")
     from tailguard.cli.import_logs import add_import_options
 
     add_import_options(parser)  # --knobs, --thread (with --from)

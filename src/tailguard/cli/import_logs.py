@@ -21,7 +21,7 @@ PROG = "tailguard import"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tailguard.importers import FORMATS, langgraph, openhands
+    from tailguard.importers import FORMATS, langgraph, openai_agents, openhands
 
     parser.epilog = ("exit codes: 0 every session imported, 2 a source unusable (SOURCE: where: why; the "
                      "other sources are still imported) or bad arguments")
@@ -31,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="langgraph: a SqliteSaver database file (every thread is a session; validated on "
                              f"{', '.join(langgraph.VALIDATED_ON)}); openhands: a conversation directory (events/ "
                              "and base_state.json) or the persistence_dir holding them (every conversation is a "
-                             f"session; validated on {', '.join(openhands.VALIDATED_ON)}, Python >= 3.12)")
+                             f"session; validated on {', '.join(openhands.VALIDATED_ON)}, Python >= 3.12); "
+                             "openai-agents: an OpenAI Agents SDK SQLiteSession database (each of its sessions is one; "
+                             f"validated on {', '.join(openai_agents.VALIDATED_ON)})")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("-o", "--output", metavar="LOG", default=None,
                        help="write the one session's event log here (default: stdout)")
@@ -49,7 +51,7 @@ def add_import_options(parser: argparse.ArgumentParser) -> None:
                              "not say is computed from them; without them it is recorded as unverified")
     parser.add_argument("--thread", metavar="ID", default=None,
                         help="langgraph: import this thread only; openhands: this conversation only, by its "
-                             "directory name (default: every one)")
+                             "directory name; openai-agents: this session id only (default: every one)")
 
 
 def log_name(source: str) -> str:
@@ -108,5 +110,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             print(f"{PROG}: cannot write {target}: {exc.strerror or exc}", file=stderr)
             return 2
         print(f"{ref.source}: {len(imported.lines):,} events -> {target}"
-              + (" (unverified ranges: no --knobs)" if imported.unverified else ""), file=stderr)
+              + ("" if not any('"adopt"' in line for line in imported.lines[:3]) else
+                 " (unverified ranges: no --knobs)" if args.knobs is None else
+                 " (unverified ranges: see its adopt line)"), file=stderr)
     return 2 if failed else 0

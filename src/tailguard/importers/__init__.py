@@ -7,7 +7,8 @@ which versions it was validated on (``VALIDATED_ON``). What a record does not sa
 with the framework's own rule from ``--knobs`` (:mod:`tailguard.importers.knobs`), or
 recorded as adopted (unverified), never assumed covered.
 
-Formats: ``langgraph`` (:mod:`tailguard.importers.langgraph`).
+Formats: ``langgraph`` (:mod:`tailguard.importers.langgraph`), ``openhands``
+(:mod:`tailguard.importers.openhands`), ``openai-agents`` (:mod:`tailguard.importers.openai_agents`).
 """
 
 from __future__ import annotations

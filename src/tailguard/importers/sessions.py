@@ -4,7 +4,9 @@ A SOURCE of format ``langgraph`` is a ``SqliteSaver`` database file; each of its
 the one ``--thread`` names) is a session, named ``PATH#THREAD``. A SOURCE of format
 ``openhands`` is a conversation directory or a ``persistence_dir`` holding them; each
 conversation (or the one ``--thread`` names by its directory name) is a session, named by its
-directory. A source that cannot be read is one session whose error says why
+directory. A SOURCE of format ``openai-agents`` is an OpenAI Agents SDK ``SQLiteSession`` database;
+each of its sessions (or the one ``--thread`` names) is a session, named ``PATH#SESSION``. A
+source that cannot be read is one session whose error says why
 (``SOURCE: where: why``), so a fleet audit still judges the others.
 """
 
@@ -15,13 +17,13 @@ from dataclasses import dataclass
 
 from tailguard.audit.fleet.sources import Item
 from tailguard.base.errors import ImportSourceError
-from tailguard.importers import langgraph, openhands
+from tailguard.importers import langgraph, openai_agents, openhands
 from tailguard.importers.imported import Imported
 from tailguard.importers.knobs import Knobs, load_knobs
 
 __all__ = ["FORMATS", "SessionRef", "expand", "fleet_item", "import_session", "knobs_for", "require"]
 
-FORMATS: tuple[str, ...] = (langgraph.FORMAT, openhands.FORMAT)
+FORMATS: tuple[str, ...] = (langgraph.FORMAT, openhands.FORMAT, openai_agents.FORMAT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ def knobs_for(fmt: str, path: str | None) -> Knobs:
         return Knobs()
     if fmt == openhands.FORMAT:
         return load_knobs(path, openhands.PRESET_NAME, openhands.UNITS)
+    if fmt == openai_agents.FORMAT:
+        return load_knobs(path, openai_agents.PRESET_NAME, openai_agents.UNITS)
     return load_knobs(path, langgraph.PRESET_NAME, langgraph.UNITS)
 
 
@@ -50,6 +54,8 @@ def expand(fmt: str, paths: list[str], thread: str | None) -> list[SessionRef]:
     out: dict[str, SessionRef] = {}
     if fmt == openhands.FORMAT:
         return _expand_openhands(paths, thread)
+    if fmt == openai_agents.FORMAT:
+        return _expand_openai_agents(paths, thread)
     for path in paths:
         try:
             conn = langgraph.open_database(path)
@@ -90,9 +96,30 @@ def _expand_openhands(paths: list[str], thread: str | None) -> list[SessionRef]:
     return list(out.values())
 
 
+def _expand_openai_agents(paths: list[str], thread: str | None) -> list[SessionRef]:
+    out: dict[str, SessionRef] = {}
+    for path in paths:
+        try:
+            conn = openai_agents.open_database(path)
+            try:
+                sessions = [thread] if thread is not None else openai_agents.session_ids(conn, path)
+            finally:
+                conn.close()
+        except ImportSourceError as exc:
+            out.setdefault(path, SessionRef(path, path, None, str(exc)))
+            continue
+        if not sessions:
+            out.setdefault(path, SessionRef(path, path, None, f"{path}: table {openai_agents.MESSAGES}: no session "
+                                                              "(an empty SQLiteSession database)"))
+        for t in sessions:
+            source = f"{path}#{t}"
+            out.setdefault(source, SessionRef(source, path, t))
+    return list(out.values())
+
+
 def require(fmt: str) -> None:
     """Import format ``fmt``'s framework, or raise ImportError naming the extra to install."""
-    (openhands if fmt == openhands.FORMAT else langgraph)._require()
+    {openhands.FORMAT: openhands._require, openai_agents.FORMAT: openai_agents._require}.get(fmt, langgraph._require)()
 
 
 def import_session(fmt: str, ref: SessionRef, knobs: Knobs) -> Imported:
@@ -103,6 +130,9 @@ def import_session(fmt: str, ref: SessionRef, knobs: Knobs) -> Imported:
         raise ImportSourceError(source, where, why)
     if fmt == openhands.FORMAT:
         return openhands.import_conversation(ref.path, knobs)
+    if fmt == openai_agents.FORMAT:
+        assert ref.thread is not None
+        return openai_agents.import_session(ref.path, ref.thread, knobs)
     assert ref.thread is not None
     return langgraph.import_thread(ref.path, ref.thread, knobs)
 
@@ -113,5 +143,8 @@ def fleet_item(fmt: str, ref: SessionRef, knobs: Knobs) -> Item:
         return Item(ref.source, ref.path, ref.error)
     if fmt == openhands.FORMAT:
         return Item(ref.source, ref.path, opener=openhands.opener(knobs, ref.source))
+    if fmt == openai_agents.FORMAT:
+        assert ref.thread is not None
+        return Item(ref.source, ref.path, opener=openai_agents.opener(ref.thread, knobs, ref.source))
     assert ref.thread is not None
     return Item(ref.source, ref.path, opener=langgraph.opener(ref.thread, knobs, ref.source))

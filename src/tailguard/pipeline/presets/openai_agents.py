@@ -35,7 +35,18 @@ FRESH = Knob("fresh_session_per_turn", "count", 0,
 WINDOW = Knob("window", "count_or_off", None, "the model's context window in tokens (overflow check)")
 SUMMARY_TOKENS = Knob("summary_tokens", "count", 1000,
                       "not a framework knob: the size of the compaction item", framework_knob=False)
-KNOBS = (LIMIT, THRESHOLD, FRESH, WINDOW, SUMMARY_TOKENS)
+REMOVES = Knob("application_removes_items", "count", 1,
+               "not a framework knob, read only by `tailguard import openai-agents`: 0 when the application "
+               "never calls pop_item() or clear_session() on the store (the Runner over a SQLiteSession never "
+               "does), so every row a SQLiteSession lost was deleted by a compaction; 1 (default) when it may",
+               minimum=0, framework_knob=False)
+AUTOMATIC = Knob("automatic_compaction", "count", 1,
+                 "not a framework knob, read only by `tailguard import openai-agents`: 0 when only the "
+                 "application's run_compaction() compacts (no Runner.run with this session), so a whole-store "
+                 "replacement showed the newest `limit` items; 1 (default) when the Runner may compact "
+                 "automatically, which sends the whole store when it replaces it",
+                 minimum=0, framework_knob=False)
+KNOBS = (LIMIT, THRESHOLD, FRESH, WINDOW, SUMMARY_TOKENS, REMOVES, AUTOMATIC)
 
 
 def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:

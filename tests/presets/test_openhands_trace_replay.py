@@ -162,32 +162,14 @@ def test_every_unsafe_example_replays_on_the_sdk(path: Path) -> None:
     steps = replay(policy, knobs, sizes)
     assert not any(s.holes or s.floor or s.forgotten for s in steps[:-1]), (path.name, steps[:-1])
     last, holes, floor = steps[-1], named(got.findings, "hole"), named(got.findings, "floor")
-    stages = {f.stage for f in got.findings}
-    if stages == {0}:  # the events rule (no shipped example today): the SDK forgets what the model
-        # deletes (test_openhands_preset.py); the losses are exact when what the model calls shown
-        # in part is cut by the SDK too (`event_preview`): every event over 500 characters, or
-        # every event shown whole (max_event_chars <= 500). Otherwise write the relation here.
-        assert shown_whole(knobs) or all(size > PREVIEW_CHARS for size in sizes[1:]), (path.name, sizes)
-        assert (last.holes, last.floor) == (holes, floor), (path.name, sizes, last, holes, floor)
-        return
-    # The token rule (stage 1), as declared (`token_rule_keeps_nothing`, docs/presets/openhands.md):
-    # the model keeps no tail, the SDK forgets the shortest run of events after the first
-    # keep_first whose tokens exceed total - limit // 2 (get_shortest_prefix_above_token_count)
-    # and keeps the newest rest; so the SDK forgets exactly that run, every forgotten event (over
-    # 500 characters: `event_preview`) loses its marker, and the SDK's losses are the model's
-    # restricted to what the SDK forgot.
-    assert stages == {1}, got.findings
-    limit, first = token_limit(knobs), knobs["keep_first"]
-    assert limit is not None and sum(sizes) > limit >= sum(sizes[:-1])  # the same trigger: the last event
-    shed, end = sum(sizes) - limit // 2, first
-    while sum(sizes[first:end]) <= shed:
-        end += 1
-    assert end - first >= len(sizes) * 0.1  # above minimum_progress: no hard context reset
-    sdk = set(range(first, end))
-    assert all(sizes[i] > PREVIEW_CHARS for i in sdk)
-    assert last.forgotten == sdk, (path.name, sorted(last.forgotten), sorted(sdk))
-    assert (last.holes, last.floor) == (sdk & holes, sdk & floor), (path.name, last, holes, floor)
-    assert holes == set(range(first, len(sizes))) and sdk < holes  # the model: everything unpinned
+    # Either rule: the SDK forgets what the model leaves out (test_openhands_preset.py compares
+    # both rules' cuts), so the losses are exact when what the model calls shown in part is cut
+    # by the SDK too (`event_preview`): every event over 500 characters, or every event shown
+    # whole (max_event_chars <= 500). Otherwise write the relation here.
+    assert shown_whole(knobs) or all(size > PREVIEW_CHARS for size in sizes[1:]), (path.name, sizes)
+    assert (last.holes, last.floor) == (holes, floor), (path.name, sizes, last, holes, floor)
+    if not shown_whole(knobs):
+        assert last.forgotten == holes, (path.name, sorted(last.forgotten), sorted(holes))
 
 
 def window_policy_has_no_sdk_counterpart(policy: Policy, findings: tuple[Finding, ...]) -> None:

@@ -53,6 +53,7 @@ WINDOW = Knob("window", "count_or_off", None,
 SUMMARY_TOKENS = Knob("summary_tokens", "count", 1000,
                       "not a framework knob: the size of the summary event", framework_knob=False)
 PREVIEW_CHARS = 500  # openhands.sdk.event.base.N_CHAR_PREVIEW
+MINIMUM_PROGRESS = 0.1  # LLMSummarizingCondenser.minimum_progress: under it, a hard context reset
 MAX_EVENT_CHARS = Knob("max_event_chars", "count_or_off", None,
                        "not a framework knob: the most characters any event's text holds, summaries "
                        f"included. The summarizer is shown str(event), cut at {PREVIEW_CHARS} "
@@ -89,6 +90,13 @@ def token_limit(values: Values) -> int | None:
     return min(limits) if limits else None
 
 
+def token_keep(limit: int) -> int:
+    """The token rule's keep: the kept events' tokens stay under ``limit // 2`` (with the first
+    ``keep_first`` events'), so at most ``limit // 2 - 1``: the SDK forgets the shortest run of
+    events whose tokens exceed ``total - limit // 2`` (``get_shortest_prefix_above_token_count``)."""
+    return limit // 2 - 1
+
+
 def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     common: dict[str, Any] = {"summary_tokens": values["summary_tokens"],
                               "summary": "message",  # the previous summary event is the oldest forgotten one
@@ -105,7 +113,12 @@ def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     limit = token_limit(values)
     if limit is not None:
         stages.append({"kind": "compact", "trigger_unit": "tokens", "trigger": limit + 1,
-                       "keep_unit": "tokens", "keep": 0, **common})
+                       "keep_unit": "tokens", "keep": token_keep(limit), **common,
+                       # get_suffix_length_for_token_reduction counts the events after the first
+                       # keep_first with those as its base: their tokens come off the keep (with
+                       # keep_first = 0 the system prompt event counts in the forgotten prefix)
+                       "keep_less_pinned": values["keep_first"] > 0,
+                       "min_progress": MINIMUM_PROGRESS})
     if values["window"]:
         top["window"] = values["window"]
     return top, stages

@@ -47,7 +47,7 @@ from openhands.sdk.llm import Message, TextContent
 from openhands.sdk.testing import TestLLM
 
 from tailguard.doctor.drivers.openhands import RecordingLLM, check_outcome, event, policy_of, run
-from tailguard.pipeline.policy import parse_policy
+from tailguard.pipeline.policy import Compact, Policy, parse_policy
 from tailguard.pipeline.presets import find
 from tailguard.pipeline.presets.openhands import PREVIEW_CHARS
 
@@ -173,7 +173,7 @@ def test_the_installed_sdk_is_the_validated_one() -> None:
         assert md.version(package) == version, f"validated on {entry}, installed {md.version(package)}"
 
 
-# -- the token rule (token_rule_keeps_nothing, as declared) ----------------------------------
+# -- the token rule (exact; `hard_reset_forgets_pinned` declared) ------------------------
 
 
 class CharCountLLM(TestLLM):
@@ -204,24 +204,30 @@ class PaddedLLM(RecordingLLM):
 SUMMARY_CHARS = 500
 
 
-def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int) -> tuple[int, int]:
-    """The token rule on the SDK (``max_tokens = limit``) against the preset: the same
-    condensations (the trigger is exact), the model keeping no more than the SDK and everything
-    forgotten shown whole; after each, the model continues from the SDK's state. Returns the
-    condensations compared and the hard context resets seen (after one, comparison stops)."""
-    llm = PaddedLLM(model="test-model", usage_id="condenser")
-    agent = CharCountLLM(model="test-model", usage_id="agent")
-    condenser = LLMSummarizingCondenser(llm=llm, max_size=10_000, keep_first=keep_first, max_tokens=limit)
-    policy = parse_policy(
+def token_policy(limit: int, keep_first: int) -> Policy:
+    """The preset with only the token rule firing (``max_size`` 10,000), every event shown whole."""
+    return parse_policy(
         f'name = "tokens"\nturn_tokens = [1, 1200]\nmessages_per_turn = [1, 1]\nfloor = 0\n'
         f'floor_unit = "messages"\n[framework]\nname = "openhands.CondenserPipeline"\nmax_size = 10000\n'
         f'keep_first = {keep_first}\nmax_tokens = {limit}\nsummary_tokens = {SUMMARY_CHARS}\n'
         f'max_event_chars = {PREVIEW_CHARS}\n', "tokens.toml")
-    sim = ModelRun(policy)
+
+
+def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int,
+               policy: Policy | None = None) -> tuple[int, int]:
+    """The token rule on the SDK (``max_tokens = limit``) against the preset: the same
+    condensations (the trigger is exact), the same events forgotten and kept (the keep under
+    ``limit // 2`` less the first ``keep_first`` events' tokens, and the hard context reset under
+    ``minimum_progress``), everything forgotten shown whole. Returns the condensations compared
+    and the hard context resets seen; after a reset that forgets pinned events
+    (``hard_reset_forgets_pinned``: ``keep_first`` of 2 or more) the comparison stops."""
+    llm = PaddedLLM(model="test-model", usage_id="condenser")
+    agent = CharCountLLM(model="test-model", usage_id="agent")
+    condenser = LLMSummarizingCondenser(llm=llm, max_size=10_000, keep_first=keep_first, max_tokens=limit)
+    sim = ModelRun(policy or token_policy(limit, keep_first))
     log: list[SdkEvent] = []
     turn_of: dict[str, int] = {}
-    covered: set[int] = set()
-    compared = 0
+    compared = resets = 0
     pinned = max(keep_first, 1)
     for index, size in enumerate(sizes):
         ev = event(index, size, roles[index])
@@ -229,6 +235,7 @@ def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int) 
         turn_of[ev.id] = index
         log.append(ev)
         view = View.from_events(log)
+        present = [turn_of[e.id] for e in view.events if e.id in turn_of]
         result = condenser.condense(view, agent_llm=agent)
         predicted, _ = sim.append(Turn("human", (size,)))
         where = f"event {index} (max_tokens {limit}, keep_first {keep_first})"
@@ -244,20 +251,20 @@ def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int) 
             raise Mismatch(f"{where}: the SDK forgot {sorted(forgotten)} but showed {sorted(shown)}")
         log.append(result)
         after = [turn_of[e.id] for e in View.from_events(log).events if e.id in turn_of]
-        if any(t < pinned for t in forgotten):  # a hard context reset: it forgets the pinned too
-            return compared, 1
-        kept = [t for t in after if t >= pinned]
-        if not set(predicted.kept) <= set(kept) or not set(predicted.deleted) >= forgotten:
-            raise Mismatch(f"{where}: the model kept {predicted.kept}, the SDK {kept}")
-        covered |= shown
-        sim.resync(kept, covered)
+        kept = tuple(t for t in after if t >= pinned)
+        resets += forgotten == {t for t in present if t > 0}  # a hard context reset
+        if kept != predicted.kept or forgotten - set(range(pinned)) != set(predicted.deleted):
+            raise Mismatch(f"{where}: the model deleted {predicted.deleted} and kept {predicted.kept}, the SDK "
+                           f"forgot {sorted(forgotten)} and kept {kept}")
         compared += 1
-    return compared, 0
+        if any(t < pinned for t in forgotten):  # a hard context reset forgets the pinned events too
+            return compared, resets
+    return compared, resets
 
 
 @SETTINGS
 @given(session=sessions(max_events=40, longest=300), limit=st.integers(1500, 4000), keep_first=st.integers(0, 3))
-def test_the_token_rule_is_modelled_carefully(session: tuple[list[int], list[str]], limit: int,
+def test_the_token_rule_is_modelled_exactly(session: tuple[list[int], list[str]], limit: int,
                                               keep_first: int) -> None:
     run_tokens(*session, limit, keep_first)
 
@@ -270,6 +277,30 @@ def test_the_token_rule_condenses_and_resets() -> None:
     # system prompt, the pinned first user message too, all shown to the summarizer
     sizes, roles = [100, 12, 500, *([12] * 40)], alternating(43)[1]
     assert run_tokens(sizes, roles, 900, 2)[1] == 1
+    # with keep_first = 1 the reset forgets no pinned event: the model's (no tail) is exact, and
+    # the comparison goes on past it
+    compared, resets = run_tokens([100, 500, *([12] * 60)], alternating(62)[1], 900, 1)
+    assert resets >= 1 and compared >= 2
+
+
+def test_the_token_rule_keeps_under_half_less_the_pinned_events() -> None:
+    """Events of 100 under max_tokens 2000 with keep_first 2 (200 tokens pinned): the SDK keeps
+    the newest events under 1000 - 200 tokens, 7 of them. A keep one event longer (the pinned
+    events not subtracted) or shorter, or no hard context reset, is caught."""
+    sizes, roles = alternating(40)
+    assert run_tokens(sizes, roles, 2000, 2)[0] >= 2
+
+    def wrong(limit: int, keep_first: int, **change: Any) -> Policy:
+        good = token_policy(limit, keep_first)
+        stage = good.stages[1]
+        assert isinstance(stage, Compact) and stage.keep_less_pinned == (keep_first > 0)
+        return dataclasses.replace(good, stages=(good.stages[0], dataclasses.replace(stage, **change)))
+
+    for change in ({"keep_less_pinned": False}, {"keep": 999 - 100}):
+        with pytest.raises(Mismatch, match="the model deleted"):
+            run_tokens(sizes, roles, 2000, 2, policy=wrong(2000, 2, **change))
+    with pytest.raises(Mismatch, match="the model deleted"):  # the reset of the test above
+        run_tokens([100, 500, *([12] * 60)], alternating(62)[1], 900, 1, policy=wrong(900, 1, min_progress=0.0))
 
 
 def test_doctor_agrees_on_the_sdk() -> None:

@@ -12,8 +12,9 @@ summarizer, whether the previous summary was shown, and the events that stayed. 
 marker oracle: every event's marker is in the final view or in the summary.
 
 Event 0 is the system prompt event (the agent loop puts it first); every event is a turn of
-one message whose size in tokens is its text's length in characters. The token rule
-(``token_rule_keeps_nothing``) is not compared: no agent LLM window is given.
+one message whose size in tokens is its text's length in characters. The token rule is compared
+too (the driver's ``run_tokens``: an agent LLM counting one token per character): the same
+events forgotten and kept, hard context resets included (``hard_reset_forgets_pinned``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if sys.version_info < (3, 12):
     pytest.skip("openhands-sdk requires Python >= 3.12 (pip on 3.11 finds no version); CI runs this "
                 "file in .venvs/py3.12-openhands (.ci/versions)", allow_module_level=True)
 
-from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, Mismatch, ModelRun, Turn, content
+from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, Mismatch
 
 # offline: litellm reads its bundled model map instead of fetching it; no banner on import
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -39,15 +40,16 @@ if not REQUIRE:  # CI (TAILGUARD_REQUIRE_FRAMEWORKS=1): a missing SDK fails, nev
     pytest.importorskip("openhands.sdk", reason="install the openhands extra (Python >= 3.12)")
 
 from hypothesis import HealthCheck, given, settings, strategies as st
-from openhands.sdk.context.condenser import LLMSummarizingCondenser
-from openhands.sdk.context.view import View
-from openhands.sdk.event import Condensation
-from openhands.sdk.event.base import Event as SdkEvent
-from openhands.sdk.llm import Message, TextContent
-from openhands.sdk.testing import TestLLM
 
-from tailguard.doctor.drivers.openhands import RecordingLLM, check_outcome, event, policy_of, run
-from tailguard.pipeline.policy import Compact, Policy, parse_policy
+from tailguard.doctor.drivers.openhands import (
+    RecordingLLM,
+    check_outcome,
+    policy_of,
+    run,
+    run_tokens,
+    token_policy,
+)
+from tailguard.pipeline.policy import Compact, Policy
 from tailguard.pipeline.presets import find
 from tailguard.pipeline.presets.openhands import PREVIEW_CHARS
 
@@ -174,92 +176,6 @@ def test_the_installed_sdk_is_the_validated_one() -> None:
 
 
 # -- the token rule (exact; `hard_reset_forgets_pinned` declared) ------------------------
-
-
-class CharCountLLM(TestLLM):
-    """The agent's LLM for the token rule: the SDK's ``TestLLM`` with a context window and a
-    token count of one token per character of the messages' text (the turn sizes here)."""
-
-    __test__ = False
-
-    def get_token_count(self, messages: list[Message], *args: Any, **kwargs: Any) -> int:
-        return sum(len(c.text) for m in messages for c in m.content if isinstance(c, TextContent))
-
-
-class PaddedLLM(RecordingLLM):
-    """A summarizer whose summary is exactly ``SUMMARY_CHARS`` characters (the model's
-    ``summary_tokens``), its markers first."""
-
-    __test__ = False
-
-    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
-        prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
-        self._prompts.append(prompt)
-        text = ("SUMMARY " + " ".join(self.read(prompt)) + " ").ljust(SUMMARY_CHARS, "s")
-        assert len(text) == SUMMARY_CHARS, "too many markers for the padded summary"
-        self._scripted_responses.append(Message(role="assistant", content=[TextContent(text=text)]))
-        return TestLLM.completion(self, messages, *args, **kwargs)
-
-
-SUMMARY_CHARS = 500
-
-
-def token_policy(limit: int, keep_first: int) -> Policy:
-    """The preset with only the token rule firing (``max_size`` 10,000), every event shown whole."""
-    return parse_policy(
-        f'name = "tokens"\nturn_tokens = [1, 1200]\nmessages_per_turn = [1, 1]\nfloor = 0\n'
-        f'floor_unit = "messages"\n[framework]\nname = "openhands.CondenserPipeline"\nmax_size = 10000\n'
-        f'keep_first = {keep_first}\nmax_tokens = {limit}\nsummary_tokens = {SUMMARY_CHARS}\n'
-        f'max_event_chars = {PREVIEW_CHARS}\n', "tokens.toml")
-
-
-def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int,
-               policy: Policy | None = None) -> tuple[int, int]:
-    """The token rule on the SDK (``max_tokens = limit``) against the preset: the same
-    condensations (the trigger is exact), the same events forgotten and kept (the keep under
-    ``limit // 2`` less the first ``keep_first`` events' tokens, and the hard context reset under
-    ``minimum_progress``), everything forgotten shown whole. Returns the condensations compared
-    and the hard context resets seen; after a reset that forgets pinned events
-    (``hard_reset_forgets_pinned``: ``keep_first`` of 2 or more) the comparison stops."""
-    llm = PaddedLLM(model="test-model", usage_id="condenser")
-    agent = CharCountLLM(model="test-model", usage_id="agent")
-    condenser = LLMSummarizingCondenser(llm=llm, max_size=10_000, keep_first=keep_first, max_tokens=limit)
-    sim = ModelRun(policy or token_policy(limit, keep_first))
-    log: list[SdkEvent] = []
-    turn_of: dict[str, int] = {}
-    compared = resets = 0
-    pinned = max(keep_first, 1)
-    for index, size in enumerate(sizes):
-        ev = event(index, size, roles[index])
-        llm._texts[index] = content(index, 0, size)
-        turn_of[ev.id] = index
-        log.append(ev)
-        view = View.from_events(log)
-        present = [turn_of[e.id] for e in view.events if e.id in turn_of]
-        result = condenser.condense(view, agent_llm=agent)
-        predicted, _ = sim.append(Turn("human", (size,)))
-        where = f"event {index} (max_tokens {limit}, keep_first {keep_first})"
-        if not isinstance(result, Condensation):
-            if predicted is not None:
-                raise Mismatch(f"{where}: the model compacted, the SDK did not")
-            continue
-        if predicted is None:
-            raise Mismatch(f"{where}: the SDK condensed, the model did not trigger")
-        forgotten = {turn_of[i] for i in result.forgotten_event_ids if i in turn_of}
-        shown = {t for t in forgotten if llm._texts[t] in llm._prompts[-1]}
-        if shown != forgotten:
-            raise Mismatch(f"{where}: the SDK forgot {sorted(forgotten)} but showed {sorted(shown)}")
-        log.append(result)
-        after = [turn_of[e.id] for e in View.from_events(log).events if e.id in turn_of]
-        kept = tuple(t for t in after if t >= pinned)
-        resets += forgotten == {t for t in present if t > 0}  # a hard context reset
-        if kept != predicted.kept or forgotten - set(range(pinned)) != set(predicted.deleted):
-            raise Mismatch(f"{where}: the model deleted {predicted.deleted} and kept {predicted.kept}, the SDK "
-                           f"forgot {sorted(forgotten)} and kept {kept}")
-        compared += 1
-        if any(t < pinned for t in forgotten):  # a hard context reset forgets the pinned events too
-            return compared, resets
-    return compared, resets
 
 
 @SETTINGS

@@ -147,7 +147,7 @@ def describe_stage(policy: Policy, index: int) -> str:
         assert isinstance(s, Compact)
         what = f"compact at {s.describe_trigger()}, keep {s.keep} {s.keep_unit}"
         if s.keep_less_pinned:
-            what += " with the pinned"
+            what += " pinned included"
     return f"stage {index} ({what}, line {s.line})"
 
 

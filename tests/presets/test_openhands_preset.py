@@ -197,6 +197,9 @@ def test_the_token_rule_condenses_and_resets() -> None:
     # the comparison goes on past it
     compared, resets = run_tokens([100, 500, *([12] * 60)], alternating(62)[1], 900, 1)
     assert resets >= 1 and compared >= 2
+    # every keep_first: keep_first <= 1 compared through two resets, >= 2 up to the first
+    sizes, roles = [100, 12, 12, 500, *([12] * 70)], alternating(74)[1]
+    assert [run_tokens(sizes, roles, 900, first) for first in range(4)] == [(3, 2), (3, 2), (1, 1), (1, 1)]
 
 
 def test_the_token_rule_keeps_under_half_less_the_pinned_events() -> None:

@@ -164,6 +164,16 @@ HARD_RESET = Difference(
     "compared exactly up to and through resets with keep_first <= 1; a reset with keep_first >= 2 "
     "is compared (the model's deleted events are the SDK's forgotten unpinned ones, no tail) and "
     "the comparison stops there")
+BOTH_RULES = Difference(
+    "both_rules_at_once",
+    "when the events rule and the token rule fire at the same event the SDK makes one "
+    "condensation keeping the shorter of the two tails; the model runs the events stage, then the "
+    "token stage on what that left (a second summary): the same events kept, except that the "
+    "token stage judges minimum_progress on its own, shorter run (and may keep nothing) and, "
+    "when its tail is the whole events tail, summarizes the new summary alone.",
+    "more careful only: the model keeps at most what the SDK keeps, and its second summary "
+    "(shown in part unless `max_event_chars` is at most 500) can only add holes",
+    "not compared: the differential test runs each rule alone")
 TOOL_PAIRS = Difference(
     "tool_call_pairs",
     "the SDK never separates an ActionEvent from its ObservationEvent (manipulation indices): "
@@ -191,6 +201,6 @@ PRESET = Preset(
     check=_check,
     validated_on=(PACKAGE,),
     differential=DIFFERENTIAL,
-    differences=(EVENT_PREVIEW, HARD_RESET, TOOL_PAIRS, REQUEST),
+    differences=(EVENT_PREVIEW, HARD_RESET, BOTH_RULES, TOOL_PAIRS, REQUEST),
     doc="docs/presets/openhands.md",
 )

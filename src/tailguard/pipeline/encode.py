@@ -21,6 +21,9 @@ a write that always succeeds (a failed one ends the session, which then finds no
 and a ``proceed`` spill as one that always fails (a failed write only leaves more
 unspilled: proofs/pipeline.py P6), so neither needs a choice variable. A
 ``message``-placement compaction runs when the earlier summary is its only candidate.
+Spec 1.2: a ``keep_less_pinned`` tail's budget is ``keep - base_tokens - P``; under
+``min_progress`` (left out ``L - kt`` turns, and the summary with a ``message`` placement, of
+``p + hs + L``) the tail is empty (:func:`tailguard.pipeline.model.compact_tail`).
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ summarizer, whether the previous summary was shown, and the events that stayed. 
 marker oracle: every event's marker is in the final view or in the summary.
 
 Event 0 is the system prompt event (the agent loop puts it first); every event is a turn of
-one message whose size in tokens is its text's length in characters. The token rule
-(``token_rule_keeps_nothing``) is not compared: no agent LLM window is given.
+one message whose size in tokens is its text's length in characters. The token rule is compared
+too (the driver's ``run_tokens``: an agent LLM counting one token per character): the same
+events forgotten and kept, hard context resets included (``hard_reset_forgets_pinned``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if sys.version_info < (3, 12):
     pytest.skip("openhands-sdk requires Python >= 3.12 (pip on 3.11 finds no version); CI runs this "
                 "file in .venvs/py3.12-openhands (.ci/versions)", allow_module_level=True)
 
-from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, Mismatch, ModelRun, Turn, content
+from tests.presets.harness import EXAMPLES, REQUIRE, SLOW_EXAMPLES, Mismatch
 
 # offline: litellm reads its bundled model map instead of fetching it; no banner on import
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -39,15 +40,16 @@ if not REQUIRE:  # CI (TAILGUARD_REQUIRE_FRAMEWORKS=1): a missing SDK fails, nev
     pytest.importorskip("openhands.sdk", reason="install the openhands extra (Python >= 3.12)")
 
 from hypothesis import HealthCheck, given, settings, strategies as st
-from openhands.sdk.context.condenser import LLMSummarizingCondenser
-from openhands.sdk.context.view import View
-from openhands.sdk.event import Condensation
-from openhands.sdk.event.base import Event as SdkEvent
-from openhands.sdk.llm import Message, TextContent
-from openhands.sdk.testing import TestLLM
 
-from tailguard.doctor.drivers.openhands import RecordingLLM, check_outcome, event, policy_of, run
-from tailguard.pipeline.policy import parse_policy
+from tailguard.doctor.drivers.openhands import (
+    RecordingLLM,
+    check_outcome,
+    policy_of,
+    run,
+    run_tokens,
+    token_policy,
+)
+from tailguard.pipeline.policy import Compact, Policy
 from tailguard.pipeline.presets import find
 from tailguard.pipeline.presets.openhands import PREVIEW_CHARS
 
@@ -173,91 +175,12 @@ def test_the_installed_sdk_is_the_validated_one() -> None:
         assert md.version(package) == version, f"validated on {entry}, installed {md.version(package)}"
 
 
-# -- the token rule (token_rule_keeps_nothing, as declared) ----------------------------------
-
-
-class CharCountLLM(TestLLM):
-    """The agent's LLM for the token rule: the SDK's ``TestLLM`` with a context window and a
-    token count of one token per character of the messages' text (the turn sizes here)."""
-
-    __test__ = False
-
-    def get_token_count(self, messages: list[Message], *args: Any, **kwargs: Any) -> int:
-        return sum(len(c.text) for m in messages for c in m.content if isinstance(c, TextContent))
-
-
-class PaddedLLM(RecordingLLM):
-    """A summarizer whose summary is exactly ``SUMMARY_CHARS`` characters (the model's
-    ``summary_tokens``), its markers first."""
-
-    __test__ = False
-
-    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
-        prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
-        self._prompts.append(prompt)
-        text = ("SUMMARY " + " ".join(self.read(prompt)) + " ").ljust(SUMMARY_CHARS, "s")
-        assert len(text) == SUMMARY_CHARS, "too many markers for the padded summary"
-        self._scripted_responses.append(Message(role="assistant", content=[TextContent(text=text)]))
-        return TestLLM.completion(self, messages, *args, **kwargs)
-
-
-SUMMARY_CHARS = 500
-
-
-def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int) -> tuple[int, int]:
-    """The token rule on the SDK (``max_tokens = limit``) against the preset: the same
-    condensations (the trigger is exact), the model keeping no more than the SDK and everything
-    forgotten shown whole; after each, the model continues from the SDK's state. Returns the
-    condensations compared and the hard context resets seen (after one, comparison stops)."""
-    llm = PaddedLLM(model="test-model", usage_id="condenser")
-    agent = CharCountLLM(model="test-model", usage_id="agent")
-    condenser = LLMSummarizingCondenser(llm=llm, max_size=10_000, keep_first=keep_first, max_tokens=limit)
-    policy = parse_policy(
-        f'name = "tokens"\nturn_tokens = [1, 1200]\nmessages_per_turn = [1, 1]\nfloor = 0\n'
-        f'floor_unit = "messages"\n[framework]\nname = "openhands.CondenserPipeline"\nmax_size = 10000\n'
-        f'keep_first = {keep_first}\nmax_tokens = {limit}\nsummary_tokens = {SUMMARY_CHARS}\n'
-        f'max_event_chars = {PREVIEW_CHARS}\n', "tokens.toml")
-    sim = ModelRun(policy)
-    log: list[SdkEvent] = []
-    turn_of: dict[str, int] = {}
-    covered: set[int] = set()
-    compared = 0
-    pinned = max(keep_first, 1)
-    for index, size in enumerate(sizes):
-        ev = event(index, size, roles[index])
-        llm._texts[index] = content(index, 0, size)
-        turn_of[ev.id] = index
-        log.append(ev)
-        view = View.from_events(log)
-        result = condenser.condense(view, agent_llm=agent)
-        predicted, _ = sim.append(Turn("human", (size,)))
-        where = f"event {index} (max_tokens {limit}, keep_first {keep_first})"
-        if not isinstance(result, Condensation):
-            if predicted is not None:
-                raise Mismatch(f"{where}: the model compacted, the SDK did not")
-            continue
-        if predicted is None:
-            raise Mismatch(f"{where}: the SDK condensed, the model did not trigger")
-        forgotten = {turn_of[i] for i in result.forgotten_event_ids if i in turn_of}
-        shown = {t for t in forgotten if llm._texts[t] in llm._prompts[-1]}
-        if shown != forgotten:
-            raise Mismatch(f"{where}: the SDK forgot {sorted(forgotten)} but showed {sorted(shown)}")
-        log.append(result)
-        after = [turn_of[e.id] for e in View.from_events(log).events if e.id in turn_of]
-        if any(t < pinned for t in forgotten):  # a hard context reset: it forgets the pinned too
-            return compared, 1
-        kept = [t for t in after if t >= pinned]
-        if not set(predicted.kept) <= set(kept) or not set(predicted.deleted) >= forgotten:
-            raise Mismatch(f"{where}: the model kept {predicted.kept}, the SDK {kept}")
-        covered |= shown
-        sim.resync(kept, covered)
-        compared += 1
-    return compared, 0
+# -- the token rule (exact; `hard_reset_forgets_pinned` declared) ------------------------
 
 
 @SETTINGS
 @given(session=sessions(max_events=40, longest=300), limit=st.integers(1500, 4000), keep_first=st.integers(0, 3))
-def test_the_token_rule_is_modelled_carefully(session: tuple[list[int], list[str]], limit: int,
+def test_the_token_rule_is_modelled_exactly(session: tuple[list[int], list[str]], limit: int,
                                               keep_first: int) -> None:
     run_tokens(*session, limit, keep_first)
 
@@ -270,6 +193,33 @@ def test_the_token_rule_condenses_and_resets() -> None:
     # system prompt, the pinned first user message too, all shown to the summarizer
     sizes, roles = [100, 12, 500, *([12] * 40)], alternating(43)[1]
     assert run_tokens(sizes, roles, 900, 2)[1] == 1
+    # with keep_first = 1 the reset forgets no pinned event: the model's (no tail) is exact, and
+    # the comparison goes on past it
+    compared, resets = run_tokens([100, 500, *([12] * 60)], alternating(62)[1], 900, 1)
+    assert resets >= 1 and compared >= 2
+    # every keep_first: keep_first <= 1 compared through two resets, >= 2 up to the first
+    sizes, roles = [100, 12, 12, 500, *([12] * 70)], alternating(74)[1]
+    assert [run_tokens(sizes, roles, 900, first) for first in range(4)] == [(3, 2), (3, 2), (1, 1), (1, 1)]
+
+
+def test_the_token_rule_keeps_under_half_less_the_pinned_events() -> None:
+    """Events of 100 under max_tokens 2000 with keep_first 2 (200 tokens pinned): the SDK keeps
+    the newest events under 1000 - 200 tokens, 7 of them. A keep one event longer (the pinned
+    events not subtracted) or shorter, or no hard context reset, is caught."""
+    sizes, roles = alternating(40)
+    assert run_tokens(sizes, roles, 2000, 2)[0] >= 2
+
+    def wrong(limit: int, keep_first: int, **change: Any) -> Policy:
+        good = token_policy(limit, keep_first)
+        stage = good.stages[1]
+        assert isinstance(stage, Compact) and stage.keep_less_pinned == (keep_first > 0)
+        return dataclasses.replace(good, stages=(good.stages[0], dataclasses.replace(stage, **change)))
+
+    for change in ({"keep_less_pinned": False}, {"keep": 999 - 100}):
+        with pytest.raises(Mismatch, match="the model deleted"):
+            run_tokens(sizes, roles, 2000, 2, policy=wrong(2000, 2, **change))
+    with pytest.raises(Mismatch, match="the model deleted"):  # the reset of the test above
+        run_tokens([100, 500, *([12] * 60)], alternating(62)[1], 900, 1, policy=wrong(900, 1, min_progress=0.0))
 
 
 def test_doctor_agrees_on_the_sdk() -> None:

@@ -21,6 +21,9 @@ a write that always succeeds (a failed one ends the session, which then finds no
 and a ``proceed`` spill as one that always fails (a failed write only leaves more
 unspilled: proofs/pipeline.py P6), so neither needs a choice variable. A
 ``message``-placement compaction runs when the earlier summary is its only candidate.
+Spec 1.2: a ``keep_less_pinned`` tail's budget is ``keep - base_tokens - P``; under
+``min_progress`` (left out ``L - kt`` turns, and the summary with a ``message`` placement, of
+``p + hs + L``) the tail is empty (:func:`tailguard.pipeline.model.compact_tail`).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ def shape_of(policy: Policy) -> Shape:
             if s.summary == "message":
                 placement = True
                 dropping = dropping or s.input_limit > 0
-            if s.first_input_limit:
+            if s.first_input_limit or s.min_progress:
                 placement = True  # hs: whether a summary (perhaps of 0 tokens) is in the context
     messages = "messages" in units
     return Shape(messages, messages or placement, dropping, bool(live_clips(policy)))
@@ -304,10 +307,15 @@ def encode_step(
         if not isinstance(stage, Compact):
             continue  # a spill stage: its write is part of the compact stage it covers
         tail, extra, ok = _tail(policy, stage, cur, f"{tag}_{i}")
+        earlier = stage.summary == "message"
+        if stage.min_progress:  # under min_progress left out: no tail (model.compact_tail)
+            num, den = stage.progress()
+            left_out = cur.L - tail["turns"] + (cur.hs if earlier else 0)
+            reset = left_out * den < num * (cur.p + cur.hs + cur.L)
+            tail = {unit: z3.If(reset, 0, value) for unit, value in tail.items()}
         kt = tail["turns"]
         inputs += extra
         input_ok += ok
-        earlier = stage.summary == "message"
         some = kt < cur.L
         if earlier:
             some = z3.Or(some, cur.has_summary())
@@ -403,7 +411,10 @@ def _tail(policy: Policy, stage: Compact | ClipArgs, st: AState, tag: str) -> tu
         prefix = [z3.IntVal(0)]
         for a in arr:
             prefix.append(prefix[-1] + a)
-        fits = z3.Sum([z3.If(z3.And(j <= st.L, prefix[j] <= stage.keep), 1, 0)
+        budget: Z = z3.IntVal(stage.keep)
+        if isinstance(stage, Compact) and stage.keep_less_pinned:  # model.compact_tail
+            budget = stage.keep - policy.base_tokens - st.P
+        fits = z3.Sum([z3.If(z3.And(j <= st.L, prefix[j] <= budget), 1, 0)
                        for j in range(1, width + 1)] + [z3.IntVal(0)])
         inside = z3.Sum([z3.If(j < fits, a, 0) for j, a in enumerate(arr)] + [z3.IntVal(0)])
         exact = width * lo > stage.keep
@@ -416,9 +427,9 @@ def _tail(policy: Policy, stage: Compact | ClipArgs, st: AState, tag: str) -> tu
             more = k2 - width
             ok.append(z3.Implies(open_, z3.And(
                 k2 >= width, k2 <= st.L, t2 - inside >= more * lo, t2 - inside <= more * hi,
-                t2 <= stage.keep, t2 <= total, (total - t2) >= (st.L - k2) * lo,
+                t2 <= budget, t2 <= total, (total - t2) >= (st.L - k2) * lo,
                 (total - t2) <= (st.L - k2) * hi,
-                z3.Implies(k2 == st.L, t2 == total), z3.Implies(k2 < st.L, t2 >= stage.keep - hi + 1),
+                z3.Implies(k2 == st.L, t2 == total), z3.Implies(k2 < st.L, t2 >= budget - hi + 1),
             )))
             kt, out[stage.keep_unit] = z3.If(open_, k2, fits), z3.If(open_, t2, inside)
     if isinstance(stage, Compact) and stage.cut == "messages" and stage.keep_unit != "turns":

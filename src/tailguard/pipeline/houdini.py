@@ -59,6 +59,8 @@ def candidates(policy: Policy) -> list[Lemma]:
                     kept_m = s.keep + extra * (mhi - 1) if s.keep_unit == "messages" \
                         else (post + extra) * mhi
                     bounds["messages"].add(policy.keep_first * mhi + 1 + kept_m)
+            if s.keep_less_pinned:  # the pinned turns and the tail within keep, then the summary
+                bounds["tokens"].add(s.keep + s.summary_tokens)
     out: list[Lemma] = []
     for unit, values in bounds.items():
         for value in sorted(values):

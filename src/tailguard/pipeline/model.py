@@ -32,6 +32,11 @@ decision taken where the brief is silent):
   while no summary is in the context (langmem). ``start_on_human``: when the input limit cuts a
   turn of 2 or more messages, the seen turns before the oldest seen one-message turn are holes
   too (``trim_messages(start_on="human")``; it only ever adds to a compaction's holes).
+- **OpenHands' token rule** (spec 1.2): ``keep_less_pinned`` counts a ``tokens`` keep with
+  ``base_tokens`` and the pinned turns (the tail is the newest whole turns within ``keep``
+  minus them); ``min_progress``: a compaction that would leave out fewer than that share of the
+  context's turns keeps no tail instead (the SDK's hard context reset). Both in
+  :func:`compact_tail`.
 - **Spill** stages cover the first compact stage after them in the list. A successful write
   spills every candidate turn (spilled turns are never holes); the earlier summary is no
   lossless copy of anything, so spilling it protects nothing. A failed write halts the
@@ -407,17 +412,34 @@ def compact_tail(policy: Policy, state: State, stage: Compact) -> int:
     (1, 2)
     >>> compact_tail(p, s, Compact("tokens", 1, "tokens", 4, 0, cut="messages"))
     1
+
+    ``keep_less_pinned``: the pinned turns' tokens (and ``base_tokens``) come off ``keep``;
+    ``min_progress``: under that share of the context's turns left out, no tail at all.
+
+    >>> s = State(sizes=[4, 5, 5, 1], pinned=[0], verbatim=[1, 2, 3])
+    >>> compact_tail(p, s, Compact("tokens", 1, "tokens", 9, 0)), \\
+    ...     compact_tail(p, s, Compact("tokens", 1, "tokens", 9, 0, keep_less_pinned=True)), \\
+    ...     compact_tail(p, s, Compact("tokens", 1, "tokens", 9, 0, min_progress=0.5))
+    (2, 1, 0)
     """
     keep_sizes = state.units(stage.keep_unit, state.verbatim)
     if stage.keep_unit == "turns":
-        return min(stage.keep, len(keep_sizes))
-    tail = newest_fitting(keep_sizes, stage.keep)
-    if stage.cut == "messages" and tail < len(keep_sizes):
+        tail = min(stage.keep, len(keep_sizes))
+    else:
+        budget = stage.keep
+        if stage.keep_less_pinned:  # the tail and the pinned turns within keep
+            budget -= policy.base_tokens + sum(state.sizes[j] for j in state.pinned)
+        tail = newest_fitting(keep_sizes, budget)
+    if stage.cut == "messages" and stage.keep_unit != "turns" and tail < len(keep_sizes):
         if stage.keep_unit == "messages":
             if sum(keep_sizes[len(keep_sizes) - tail :]) < stage.keep:
                 tail += 1  # the cut lands inside the next older turn: it moves to its start
         elif tail == 0:
             tail = 1
+    if stage.min_progress:
+        left_out = len(keep_sizes) - tail + (1 if stage.summary == "message" and state.summary else 0)
+        if stage.resets(left_out, len(state.pinned) + (1 if state.summary else 0) + len(keep_sizes)):
+            return 0  # the hard context reset: everything after the pinned turns goes
     return tail
 
 

@@ -10,6 +10,7 @@ import json
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -80,6 +81,15 @@ class Compact:
     # results; a turn of one message as the user's), the seen turns older than the oldest seen
     # one-message turn are not shown either
     start_on_human: bool = False
+    # spec 1.2: a ``tokens`` keep counted with ``base_tokens`` and the pinned turns' tokens: the
+    # tail is the newest whole turns within ``keep`` minus them (OpenHands' token rule keeps the
+    # newest events under half its limit less the first ``keep_first`` events' tokens)
+    keep_less_pinned: bool = False
+    # spec 1.2: a compaction that would leave out of the context fewer than ``min_progress`` of
+    # the context's turns (the pinned, the summary, the verbatim; the earlier summary counts
+    # as left out with ``summary = "message"``) keeps no tail instead (OpenHands' hard context
+    # reset). Compared as the decimal written (0.1 is 1/10); 0: off
+    min_progress: float = 0.0
 
     def limit_for(self, has_summary: bool) -> int:
         """The input limit of a compaction, given whether a summary is in the context."""
@@ -89,6 +99,22 @@ class Compact:
     def clauses(self) -> tuple[Clause, ...]:
         """When the stage fires: OR over the clauses, AND within each."""
         return self.trigger_any or (((self.trigger_unit, self.trigger),),)
+
+    def progress(self) -> tuple[int, int]:
+        """``min_progress`` as a fraction ``(numerator, denominator)`` of the decimal written."""
+        value = Fraction(str(self.min_progress))
+        return value.numerator, value.denominator
+
+    def resets(self, left_out: int, context: int) -> bool:
+        """Whether a compaction leaving ``left_out`` of ``context`` turns out is under
+        ``min_progress`` (it then keeps no tail).
+
+        >>> Compact("tokens", 9, "tokens", 4, 1, min_progress=0.1).resets(2, 21), \\
+        ...     Compact("tokens", 9, "tokens", 4, 1, min_progress=0.1).resets(2, 20)
+        (True, False)
+        """
+        num, den = self.progress()
+        return bool(self.min_progress) and left_out * den < num * context
 
     @property
     def trigger_units(self) -> frozenset[Unit]:
@@ -185,6 +211,7 @@ _TRUNCATE = {"kind", "unit", "limit"}
 _COMPACT = {
     "kind", "trigger_unit", "trigger", "keep_unit", "keep", "summary_tokens", "input_limit", "input",
     "summary", "clip", "input_limit_unit", "trigger_any", "cut", "first_input_limit", "start_on_human",
+    "keep_less_pinned", "min_progress",
 }
 _SPILL = {"kind", "on_failure"}
 _CLIP_ARGS = {"kind", "trigger_unit", "trigger", "keep_unit", "keep", "min_tokens"}
@@ -319,6 +346,14 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
         start_on_human = raw.get("start_on_human", False)
         if not isinstance(start_on_human, bool):
             raise r.fail(f"{path}.start_on_human", f"expected true or false, got {start_on_human!r}")
+        keep_less_pinned = raw.get("keep_less_pinned", False)
+        if not isinstance(keep_less_pinned, bool):
+            raise r.fail(f"{path}.keep_less_pinned", f"expected true or false, got {keep_less_pinned!r}")
+        min_progress = raw.get("min_progress", 0)
+        if isinstance(min_progress, bool) or not isinstance(min_progress, (int, float)) or \
+                not 0 <= min_progress < 1:
+            raise r.fail(f"{path}.min_progress", f"expected a number from 0 (off) up to but not "
+                                                 f"including 1, got {min_progress!r}")
         placement = r.choice(raw, "summary", f"{path}.summary", PLACEMENTS)
         trigger_any = _trigger_any(r, raw, path)
         first = trigger_any[0][0] if trigger_any else None
@@ -340,7 +375,12 @@ def _stage(r: _Reader, raw: Any, index: int) -> Stage:
             cut="messages" if r.choice(raw, "cut", f"{path}.cut", CUTS) == "messages" else "turns",
             first_input_limit=r.integer(raw, "first_input_limit", f"{path}.first_input_limit", 0),
             start_on_human=start_on_human,
+            keep_less_pinned=keep_less_pinned,
+            min_progress=float(min_progress),
         )
+        if keep_less_pinned and compact.keep_unit != "tokens":
+            raise r.fail(f"{path}.keep_less_pinned", 'needs keep_unit "tokens" (it subtracts the pinned '
+                                                     "turns' tokens from keep)")
         if start_on_human and not compact.input_limit:
             raise r.fail(f"{path}.start_on_human", "needs an input_limit > 0 (it acts on what the limit cut)")
         if compact.first_input_limit and not compact.input_limit:

@@ -146,6 +146,8 @@ def describe_stage(policy: Policy, index: int) -> str:
     else:
         assert isinstance(s, Compact)
         what = f"compact at {s.describe_trigger()}, keep {s.keep} {s.keep_unit}"
+        if s.keep_less_pinned:
+            what += " pinned included"
     return f"stage {index} ({what}, line {s.line})"
 
 

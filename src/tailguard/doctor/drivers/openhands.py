@@ -13,7 +13,11 @@ summary.
 
 Event 0 is the system prompt event (the agent loop puts it first); every event is a turn of
 one message whose size in tokens is its text's length in characters. The token rule
-(``token_rule_keeps_nothing``) is not compared: no agent LLM window is given.
+(:func:`run_tokens`) runs with an agent LLM counting one token per character and
+``max_tokens`` set: the same condensations, the same events forgotten and kept (the newest
+under half the limit less the first ``keep_first`` events' tokens; a hard context reset under
+``minimum_progress``), everything forgotten shown whole; it stops after a reset that forgets
+pinned events (``hard_reset_forgets_pinned``).
 
 The adapter runs a persisted ``ConversationState`` (a temporary directory) with the knobs of
 tests/adapters/data/openhands_agreement.toml (floor 2, events of at most 500 characters): it
@@ -54,8 +58,8 @@ from tailguard.pipeline.policy import Policy, parse_policy
 from tailguard.pipeline.presets.openhands import PREVIEW_CHARS
 from tailguard.runtime.seed_api import UnrecoverableCompactionError
 
-__all__ = ["Outcome", "RecordingLLM", "cases", "check_outcome", "policy_of", "random_knobs", "random_session",
-           "recording_llm", "run"]
+__all__ = ["CharCountLLM", "Outcome", "PaddedLLM", "RecordingLLM", "cases", "check_outcome", "policy_of",
+           "random_knobs", "random_session", "recording_llm", "run", "run_tokens", "token_policy"]
 
 TAG = re.compile(r"\[t(\d+)m0\]")
 #: the knobs of tests/adapters/data/openhands_agreement.toml (check-config: safe with floor 2)
@@ -202,6 +206,93 @@ def random_session(rng: random.Random, max_events: int = 60, longest: int = 900)
     return sizes, ["system", *(rng.choice(["user", "assistant"]) for _ in range(count - 1))]
 
 
+class CharCountLLM(TestLLM):
+    """The agent's LLM for the token rule: the SDK's ``TestLLM`` with a context window and a
+    token count of one token per character of the messages' text (the turn sizes here)."""
+
+    __test__ = False
+
+    def get_token_count(self, messages: list[Message], *args: Any, **kwargs: Any) -> int:
+        return sum(len(c.text) for m in messages for c in m.content if isinstance(c, TextContent))
+
+
+class PaddedLLM(RecordingLLM):
+    """A summarizer whose summary is exactly ``SUMMARY_CHARS`` characters (the model's
+    ``summary_tokens``), its markers first."""
+
+    __test__ = False
+
+    def completion(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
+        prompt = "\n".join(c.text for m in messages for c in m.content if isinstance(c, TextContent))
+        self._prompts.append(prompt)
+        text = ("SUMMARY " + " ".join(self.read(prompt)) + " ").ljust(SUMMARY_CHARS, "s")
+        if len(text) != SUMMARY_CHARS:
+            raise Mismatch(f"too many markers for a summary of {SUMMARY_CHARS} characters (the session is too long)")
+        self._scripted_responses.append(Message(role="assistant", content=[TextContent(text=text)]))
+        return TestLLM.completion(self, messages, *args, **kwargs)
+
+
+SUMMARY_CHARS = 500
+
+
+def token_policy(limit: int, keep_first: int) -> Policy:
+    """The preset with only the token rule firing (``max_size`` 10,000), every event shown whole."""
+    return parse_policy(
+        f'name = "tokens"\nturn_tokens = [1, 1200]\nmessages_per_turn = [1, 1]\nfloor = 0\n'
+        f'floor_unit = "messages"\n[framework]\nname = "openhands.CondenserPipeline"\nmax_size = 10000\n'
+        f'keep_first = {keep_first}\nmax_tokens = {limit}\nsummary_tokens = {SUMMARY_CHARS}\n'
+        f'max_event_chars = {PREVIEW_CHARS}\n', "tokens.toml")
+
+
+def run_tokens(sizes: list[int], roles: list[str], limit: int, keep_first: int,
+               policy: Policy | None = None) -> tuple[int, int]:
+    """The token rule on the SDK (``max_tokens = limit``) against the preset: the same
+    condensations (the trigger is exact), the same events forgotten and kept (the keep under
+    ``limit // 2`` less the first ``keep_first`` events' tokens, and the hard context reset under
+    ``minimum_progress``), everything forgotten shown whole. Returns the condensations compared
+    and the hard context resets seen; after a reset that forgets pinned events
+    (``hard_reset_forgets_pinned``: ``keep_first`` of 2 or more) the comparison stops."""
+    llm = PaddedLLM(model="test-model", usage_id="condenser")
+    agent = CharCountLLM(model="test-model", usage_id="agent")
+    condenser = LLMSummarizingCondenser(llm=llm, max_size=10_000, keep_first=keep_first, max_tokens=limit)
+    sim = ModelRun(policy or token_policy(limit, keep_first))
+    log: list[SdkEvent] = []
+    turn_of: dict[str, int] = {}
+    compared = resets = 0
+    pinned = max(keep_first, 1)
+    for index, size in enumerate(sizes):
+        ev = event(index, size, roles[index])
+        llm._texts[index] = content(index, 0, size)
+        turn_of[ev.id] = index
+        log.append(ev)
+        view = View.from_events(log)
+        present = [turn_of[e.id] for e in view.events if e.id in turn_of]
+        result = condenser.condense(view, agent_llm=agent)
+        predicted, _ = sim.append(Turn("human", (size,)))
+        where = f"event {index} (max_tokens {limit}, keep_first {keep_first})"
+        if not isinstance(result, Condensation):
+            if predicted is not None:
+                raise Mismatch(f"{where}: the model compacted, the SDK did not", compared)
+            continue
+        if predicted is None:
+            raise Mismatch(f"{where}: the SDK condensed, the model did not trigger", compared + 1)
+        forgotten = {turn_of[i] for i in result.forgotten_event_ids if i in turn_of}
+        shown = {t for t in forgotten if llm._texts[t] in llm._prompts[-1]}
+        if shown != forgotten:
+            raise Mismatch(f"{where}: the SDK forgot {sorted(forgotten)} but showed {sorted(shown)}", compared + 1)
+        log.append(result)
+        after = [turn_of[e.id] for e in View.from_events(log).events if e.id in turn_of]
+        kept = tuple(t for t in after if t >= pinned)
+        resets += forgotten == {t for t in present if t > 0}  # a hard context reset
+        if kept != predicted.kept or forgotten - set(range(pinned)) != set(predicted.deleted):
+            raise Mismatch(f"{where}: the model deleted {predicted.deleted} and kept {predicted.kept}, the SDK "
+                           f"forgot {sorted(forgotten)} and kept {kept}", compared + 1)
+        compared += 1
+        if any(t < pinned for t in forgotten):  # a hard context reset forgets the pinned events too
+            return compared, resets
+    return compared, resets
+
+
 class _MarkerLLM(TestLLM):
     """The SDK's ``TestLLM``: the summary is every tag its prompt holds."""
 
@@ -270,6 +361,10 @@ def cases(rng: random.Random, sessions: int) -> list[Case]:
             s = [min(size, 300) for size in s]
         out.append(Case("preset", f"knobs {k}, {len(s)} events, pipeline {pipeline}",
                         functools.partial(checked, s, r, k, pipeline)))
+    for _ in range(max(1, sessions // 4)):  # the token rule, as the differential test draws it
+        (s, r), limit, first = random_session(rng, 40, 300), rng.randint(1500, 4000), rng.randint(0, 3)
+        out.append(Case("preset", f"token rule: max_tokens {limit}, keep_first {first}, sizes {s}",
+                        functools.partial(lambda *a: run_tokens(*a)[0], s, r, limit, first)))
     lo, hi = AGREEMENT["sizes"]
     agreement = [rng.randint(lo, hi) for _ in range(rng.randint(15, 45))]
     out.append(Case("adapter", f"agreement knobs, sizes {agreement}", lambda: adapter_allows(agreement)))

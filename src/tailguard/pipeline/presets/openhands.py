@@ -15,11 +15,16 @@ recording what the summarizer was shown) and compares every condensation with th
   (``summary = "message"``).
 - **Token rule** (``Reason.TOKENS``): when the view's tokens exceed ``min(max_tokens, the agent
   LLM's max_input_tokens)`` (``LLMSummarizingCondenserSettings`` passes the agent LLM's window
-  as ``max_tokens`` when unset), the same condensation keeps the newest events under half of
-  it; a condensation that would forget too few (``minimum_progress``) becomes a hard context
-  reset that summarizes every event after the system prompt. Tokens are the model tokenizer's
-  count of the rendered messages, which turn sizes cannot predict: the model keeps no tail
-  here (``token_rule_keeps_nothing``), never less careful than the SDK.
+  as ``max_tokens`` when unset), the same condensation keeps the newest events whose tokens,
+  with the first ``keep_first`` events', stay under half of it
+  (``get_suffix_length_for_token_reduction`` forgets the shortest run over ``total - limit //
+  2``): ``keep = limit // 2 - 1`` tokens with ``keep_less_pinned`` (with ``keep_first = 0`` the
+  system prompt event is in the forgotten run's count, so nothing comes off). A condensation
+  that would forget fewer than ``minimum_progress`` (0.1) of the view's events, or none,
+  becomes a hard context reset that summarizes every event after the system prompt
+  (``min_progress = 0.1``: no tail). Tokens are the agent LLM's ``get_token_count`` of the
+  rendered messages: a turn's size is what its event adds to that count (a constant such as the
+  reply priming is ``base_tokens``).
 - ``PipelineCondenser`` runs condensers in order and stops at the first ``Condensation``;
   ``NoOpCondenser`` never condenses. The old repository's window, browser-masking and
   forgetting condensers are not in the SDK; a context-window error from the agent's LLM emits
@@ -45,14 +50,16 @@ KEEP_FIRST = Knob("keep_first", "count", 2,
                   "the first events never condensed (the leading system prompt event always "
                   "stays); default_condenser() uses 4", minimum=0)
 MAX_TOKENS = Knob("max_tokens", "count_or_off", None,
-                  "condense when the view's tokens exceed min(max_tokens, window) (see "
-                  "`token_rule_keeps_nothing`); false/absent: only `window`, if set")
+                  "condense when the view's tokens exceed min(max_tokens, window), keeping the "
+                  "newest events under half of it with the first keep_first; false/absent: only "
+                  "`window`, if set")
 WINDOW = Knob("window", "count_or_off", None,
               "the agent LLM's context window (LLM.max_input_tokens, or litellm's model info): "
               "the condenser's token rule uses it too; false/absent: an unknown model")
 SUMMARY_TOKENS = Knob("summary_tokens", "count", 1000,
                       "not a framework knob: the size of the summary event", framework_knob=False)
 PREVIEW_CHARS = 500  # openhands.sdk.event.base.N_CHAR_PREVIEW
+MINIMUM_PROGRESS = 0.1  # LLMSummarizingCondenser.minimum_progress: under it, a hard context reset
 MAX_EVENT_CHARS = Knob("max_event_chars", "count_or_off", None,
                        "not a framework knob: the most characters any event's text holds, summaries "
                        f"included. The summarizer is shown str(event), cut at {PREVIEW_CHARS} "
@@ -89,6 +96,13 @@ def token_limit(values: Values) -> int | None:
     return min(limits) if limits else None
 
 
+def token_keep(limit: int) -> int:
+    """The token rule's keep: the kept events' tokens stay under ``limit // 2`` (with the first
+    ``keep_first`` events'), so at most ``limit // 2 - 1``: the SDK forgets the shortest run of
+    events whose tokens exceed ``total - limit // 2`` (``get_shortest_prefix_above_token_count``)."""
+    return limit // 2 - 1
+
+
 def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     common: dict[str, Any] = {"summary_tokens": values["summary_tokens"],
                               "summary": "message",  # the previous summary event is the oldest forgotten one
@@ -105,7 +119,12 @@ def _translate(values: Values) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     limit = token_limit(values)
     if limit is not None:
         stages.append({"kind": "compact", "trigger_unit": "tokens", "trigger": limit + 1,
-                       "keep_unit": "tokens", "keep": 0, **common})
+                       "keep_unit": "tokens", "keep": token_keep(limit), **common,
+                       # get_suffix_length_for_token_reduction counts the events after the first
+                       # keep_first with those as its base: their tokens come off the keep (with
+                       # keep_first = 0 the system prompt event counts in the forgotten prefix)
+                       "keep_less_pinned": values["keep_first"] > 0,
+                       "min_progress": MINIMUM_PROGRESS})
     if values["window"]:
         top["window"] = values["window"]
     return top, stages
@@ -131,19 +150,30 @@ EVENT_PREVIEW = Difference(
     "every tool call's arguments) are",
     "compared: the model's shown events are a subset of the SDK's, and the SDK shows whole "
     "exactly the events (and the previous summary) of at most 500 characters")
-TOKEN_RULE = Difference(
-    "token_rule_keeps_nothing",
-    "the token rule keeps the newest events under half of the limit as counted by the model's "
-    "tokenizer over the rendered messages (role framing, the tools in the system prompt), less "
-    "the first `keep_first` events' tokens, and a condensation under `minimum_progress` (0.1 of "
-    "the view) becomes a hard context reset that forgets every event after the system prompt; "
-    "the model's token stage keeps no tail.",
-    "none on holes (every forgotten event is shown in both); a floor above zero is reported "
-    "violated whenever the token rule can fire, which the SDK reaches on sessions whose oldest "
-    "unpinned events hold most of the tokens",
-    "compared with a one-token-per-character agent LLM: the same trigger, the model's tail a "
-    "subset of the SDK's (empty), every forgotten event shown; the test then continues from the "
-    "SDK's state, and stops at a hard context reset (seen on purpose)")
+HARD_RESET = Difference(
+    "hard_reset_forgets_pinned",
+    "a hard context reset (the token rule forgetting under minimum_progress, 0.1 of the view) "
+    "forgets every event after the system prompt: the model keeps no tail then, as the SDK, but "
+    "keeps the pinned events 1 to keep_first - 1, which the SDK forgets (shown to the summarizer, "
+    "cut at 500 characters) and replaces by the reset's summary, pinned from then on: with "
+    "keep_first of 2 or more the two diverge after a reset.",
+    "the same verdict: at the reset the model reports the hole (every forgotten event shown in "
+    "part) or the floor (a floor above zero, no tail) the SDK has; the SDK also loses the pinned "
+    "events' markers there, which the model does not name. After a reset with keep_first >= 2 "
+    "the cuts are not predicted (with keep_first <= 1 they are exact)",
+    "compared exactly up to and through resets with keep_first <= 1; a reset with keep_first >= 2 "
+    "is compared (the model's deleted events are the SDK's forgotten unpinned ones, no tail) and "
+    "the comparison stops there")
+BOTH_RULES = Difference(
+    "both_rules_at_once",
+    "when the events rule and the token rule fire at the same event the SDK makes one "
+    "condensation keeping the shorter of the two tails; the model runs the events stage, then the "
+    "token stage on what that left (a second summary): the same events kept, except that the "
+    "token stage judges minimum_progress on its own, shorter run (and may keep nothing) and, "
+    "when its tail is the whole events tail, summarizes the new summary alone.",
+    "more careful only: the model keeps at most what the SDK keeps, and its second summary "
+    "(shown in part unless `max_event_chars` is at most 500) can only add holes",
+    "not compared: the differential test runs each rule alone")
 TOOL_PAIRS = Difference(
     "tool_call_pairs",
     "the SDK never separates an ActionEvent from its ObservationEvent (manipulation indices): "
@@ -171,6 +201,6 @@ PRESET = Preset(
     check=_check,
     validated_on=(PACKAGE,),
     differential=DIFFERENTIAL,
-    differences=(EVENT_PREVIEW, TOKEN_RULE, TOOL_PAIRS, REQUEST),
+    differences=(EVENT_PREVIEW, HARD_RESET, BOTH_RULES, TOOL_PAIRS, REQUEST),
     doc="docs/presets/openhands.md",
 )

@@ -402,10 +402,11 @@ OR = CLAUSES.format(trigger='[["messages", 8], ["tokens", 3000]]')
 def test_an_and_clause_waits_and_the_clip_comes_first_on_the_real_package() -> None:
     """``trigger = {messages = 8, tokens = 3000}`` (a TriggerClause: both): small turns reach
     the clip's 11 messages long before 3,000 tokens, so deepagents never summarizes first and
-    clips an old write_file argument. check-config's trace (4 appends, turn 2 clipped) loses
-    exactly that turn on the real middleware, given the clause as a dict."""
+    clips an old write_file argument. check-config's trace (a few appends, one turn clipped) loses
+    exactly that turn on the real middleware, given the clause as a dict (which turn the
+    solver's trace clips is its choice: one clipped turn, whichever it is, reproduces)."""
     found = check_trace(AND)
-    assert [(f.kind, f.offsets, f.detail) for f in found] == [("hole", (2,), ARGS_CLIPPED)]
+    assert [(f.kind, len(f.offsets), f.detail) for f in found] == [("hole", 1, ARGS_CLIPPED)]
 
 
 def test_an_or_list_summarizes_first_and_nothing_is_lost_on_the_real_package() -> None:

@@ -353,30 +353,31 @@ def test_reported_falsifier_traces_are_locally_minimal() -> None:
     assert checked == 8 and shrunk >= 4, (checked, shrunk)
 
 
-# a generated real-size policy (``bench_real_size.py``, seed 26, number 46) whose falsifier
-# session, shrunk, is locally minimal at 35 appends, where a session of 29 fails (with larger
-# turns: shrinking only removes and lowers)
+# a generated real-size policy (``bench_real_size.py``, seed 26, number 172): the falsifier's
+# session, 179 steady turns of 2,000 tokens, shrinks to a locally minimal 24 (pairs merged into
+# 16,000-token turns), where a session of 20 fails (turns of 20,000: merging pairs of 16,000
+# would overshoot the largest turn)
 CODEX_LIKE = """
-name = "046-codex-like-32k-1000"
-window = 32000
+name = "172-codex-like-400k-20000"
+window = 400000
 base_tokens = 2000
-turn_tokens = [1, 1000]
-messages_per_turn = [1, 2]
-floor = 6400
+turn_tokens = [2000, 20000]
+messages_per_turn = [1, 4]
+floor = 40000
 floor_unit = "tokens"
 
 [[stage]]
 kind = "truncate"
 unit = "tokens"
-limit = 30400
+limit = 380000
 
 [[stage]]
 kind = "compact"
 trigger_unit = "tokens"
-trigger = 28800
+trigger = 360000
 keep_unit = "turns"
-keep = 8
-summary_tokens = 1500
+keep = 4
+summary_tokens = 2000
 """
 
 
@@ -386,13 +387,13 @@ def test_the_bounded_search_looks_below_the_falsifiers_length() -> None:
     session, a shortest, is the answer when it finds one. Fails if that search is removed."""
     policy = parse_policy(CODEX_LIKE, "codex-like.toml")
     raw = falsify(policy)
-    assert raw is not None
+    assert raw is not None and len(raw.session.sizes) == 179
     small = shrink(policy, raw.session)
-    assert small is not None and small.minimal and len(small.session.sizes) == 35
+    assert small is not None and small.minimal and len(small.session.sizes) == 24
     d = decide(policy)
-    assert d.verdict == "unsafe" and d.method == "bmc depth 29" and len(d.trace) == 29, d.method
+    assert d.verdict == "unsafe" and d.method == "bmc depth 20" and len(d.trace) == 20, d.method
     found, at = replay(policy, d.trace, "partitioned", d.messages, frozenset(d.failures))
-    assert at == 29 and found
+    assert at == 20 and found
     # the user's shape: no stage fires before the 98th append, and its 99-append session is
     # locally minimal; the window is too wide for the bounded search to confirm it cheaply
     d = decide(parse_policy(USER, "user.toml"))

@@ -9,7 +9,9 @@ loss at its last append, with the same kinds of finding at the same stages** (th
 ``(kind, stage)`` set of the last append's findings):
 
 1. **drop turns**: from each run of equal appends (oldest first) remove as many as still fail,
-   trying the whole run, then half as many, and so on;
+   trying the whole run, then half as many, and so on; then **merge** the run's appends in
+   pairs (tokens and messages summed, within the policy's shape: half the appends for the same
+   occupancy), repeated while it still fails;
 2. **lower runs**: each run's size, then its message count, lowered together (the smallest
    that still fails, by bisection), and its spill writes made to succeed if it still fails,
    so the session still reads as runs (``2000 x97, 1, 2000``);
@@ -106,10 +108,28 @@ class _Shrinker:
                     k = min(k, end - i)
                 else:
                     k //= 2
+            if self.merge(state, rows, i, end):
+                changed = True
+                continue  # the merged run is looked at again, from the same state
             for row in rows[i:end]:
                 self.advance(state, row)
             i = end
         return changed
+
+    def merge(self, state: State, rows: list[Row], i: int, end: int) -> bool:
+        """Pairs of the run ``rows[i:end]`` merged into one append each (their tokens and
+        messages summed, within the policy's shape), if the session still fails so: half the
+        appends for the same occupancy."""
+        size, messages, fails = rows[i]
+        n = end - i
+        if n < 2 or 2 * size > self.policy.turn_max:
+            return False
+        merged = [(2 * size, min(2 * messages, self.policy.messages_per_turn[1]), fails)] * (n // 2)
+        merged += rows[i : i + n % 2]
+        if self.fails(state, merged + rows[end:]) is None:
+            return False
+        rows[i:end] = merged
+        return True
 
     def lower_runs(self, rows: list[Row]) -> bool:
         """Phase 2: each run's size, messages and failed writes lowered together."""

@@ -123,8 +123,13 @@ def test_unknown_names_the_depth_budget() -> None:
     assert got.verdict == "unknown" and got.exhausted in ("depth", "budget")
     assert "--depth 10" in got.detail
     assert decide(policy).verdict == "unsafe"  # at depth 31: the budget was the reason
-    # the concrete falsifier is not bounded by --depth: it finds the 31-append session
-    assert len(decide(policy, Budget.of(depth=10)).trace) == 31
+    # --depth bounds the concrete falsifier too (issue 26): its 31-append session is not the
+    # answer at depth 10, but it is named; without --depth it is the answer
+    bounded = decide(policy, Budget.of(depth=10))
+    assert bounded.verdict == "unknown" and bounded.exhausted == "depth" and not bounded.trace
+    assert "a failing session of 31 appends exists" in bounded.detail, bounded.detail
+    assert len(decide(policy, Budget.of()).trace) == 31
+    assert len(decide(policy, Budget.of(depth=31)).trace) == 31
 
 
 def test_unknown_names_the_solver_budget_and_raising_it_decides(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ the bounded search (``fails_late``) against the explorer's shortest sessions.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -24,8 +25,10 @@ from tailguard.pipeline.encode import encode_step, init_state, needed_window, sh
 from tailguard.pipeline.explorer import explore
 from tailguard.pipeline.falsify import falsify
 from tailguard.pipeline.model import Finding, Session, replay, spill_modes
-from tailguard.pipeline.policy import Policy, parse_policy
+from tailguard.pipeline.policy import Compact, Policy, parse_policy
+from tailguard.pipeline.shrink import shrink
 from tailguard.pipeline.solver import Budget, decide, fails_late, own_context
+from tests.cli_helpers import run_cli
 from tests.test_pipeline_agreement import policies
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -265,3 +268,167 @@ def test_an_unsound_invariant_is_never_a_proof(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(decide.__globals__, "houdini", bogus)  # where decide looks it up
     d = decide(policy)
     assert d.verdict == "unsafe", d
+
+
+# --- shrinking (issue 26: a falsifier trace is made as short and as small as the model allows)
+
+# a small policy whose falsifier session (turns of two messages, then a one-message spike: 6
+# appends) is longer than needed: the explorer's shortest fails after 4 (found by a random
+# search over the agreement tests' policies)
+SHORTENS = Policy(
+    "shortens", 1, 1, 2, "messages",
+    (Compact("turns", 3, "messages", 2, 1, input_limit=8, summary="message", clip=True,
+             input_limit_unit="messages", first_input_limit=3),),
+    base_tokens=3, keep_first=2, window=8, messages_per_turn=(1, 2))
+
+
+def _signature(findings: tuple[Finding, ...] | list[Finding]) -> set[tuple[str, int]]:
+    return {(f.kind, f.stage) for f in findings}
+
+
+def _fails_same(policy: Policy, rows: list[tuple[int, int, bool]], want: set[tuple[str, int]]) -> bool:
+    """Whether the session first loses at its last append, with the same kinds and stages."""
+    if not rows:
+        return False
+    sizes = [r[0] for r in rows]
+    messages = [r[1] for r in rows]
+    failures = frozenset(k + 1 for k, r in enumerate(rows) if r[2])
+    found, at = replay(policy, sizes, "partitioned", messages, failures)
+    return at == len(rows) and _signature(found) == want
+
+
+def _locally_minimal(policy: Policy, session: Session, findings: tuple[Finding, ...]) -> str:
+    """"" when no single append can be removed, made one token or one message smaller, or
+    have its failed write succeed and the session still lose the same way; else which."""
+    rows = [(z, session.count(policy, k), k + 1 in session.failures) for k, z in enumerate(session.sizes)]
+    want = _signature(findings)
+    assert _fails_same(policy, rows, want)
+    for i, (size, messages, fails) in enumerate(rows):
+        if i < len(rows) - 1 and _fails_same(policy, rows[:i] + rows[i + 1:], want):
+            return f"append {i + 1} can be removed"
+        for row in ((size - 1, messages, fails), (size, messages - 1, fails), (size, messages, False)):
+            if row != rows[i] and row[0] >= policy.turn_min and row[1] >= policy.messages_per_turn[0] \
+                    and _fails_same(policy, [*rows[:i], row, *rows[i + 1:]], want):
+                return f"append {i + 1} can be {row}"
+    return ""
+
+
+def test_shrink_drops_the_turns_a_loss_does_not_need() -> None:
+    """The falsifier's 6-append session shrinks to 4, the explorer's shortest length, with
+    the same kind of finding; and the engine's answer is no longer than that (the bounded
+    search confirms it is the shortest). Fails if the shrinking is removed."""
+    raw = falsify(SHORTENS)
+    assert raw is not None and len(raw.session.sizes) == 6
+    small = shrink(SHORTENS, raw.session)
+    assert small is not None and small.minimal
+    assert len(small.session.sizes) == len(explore(SHORTENS).trace) == 4
+    assert _signature(small.findings) == _signature(raw.findings) == {("floor", 0)}
+    found, at = replay(SHORTENS, small.session.sizes, "partitioned", small.session.messages,
+                       small.session.failures)
+    assert at == 4 and tuple(found) == small.findings
+    assert _locally_minimal(SHORTENS, small.session, small.findings) == ""
+
+
+def test_reported_falsifier_traces_are_locally_minimal() -> None:
+    """On generated real-size policies, every trace the engine reports from the falsifier
+    (the shorter ones, to keep this fast) is locally minimal, as its method line says: no
+    single append can be removed or made smaller. The raw falsifier sessions are not (turns
+    of ``turn_max`` where less would do): fails if the shrinking is removed."""
+    checked = shrunk = 0
+    for policy in _generated(every=3):
+        if checked == 8:
+            break
+        raw = falsify(policy, steps=3_000)  # the same first session, sooner given up on
+        if raw is None or len(raw.session.sizes) > 60:
+            continue
+        d = decide(policy)
+        if not d.method.startswith("falsifier"):
+            continue
+        assert "locally minimal" in d.method or "shortest" in d.method, d.method
+        session = Session(d.trace, d.messages, frozenset(d.failures))
+        dynamic = tuple(f for f in d.findings if f.kind != "unenforceable")  # static ones aside
+        assert _locally_minimal(policy, session, dynamic) == "", (policy.name, d.method)
+        shrunk += raw.session != session
+        checked += 1
+    assert checked == 8 and shrunk >= 4, (checked, shrunk)
+
+
+# a generated real-size policy (``bench_real_size.py``, seed 26, number 172): the falsifier's
+# session, 179 steady turns of 2,000 tokens, shrinks to a locally minimal 24 (pairs merged into
+# 16,000-token turns), where a session of 20 fails (turns of 20,000: merging pairs of 16,000
+# would overshoot the largest turn)
+CODEX_LIKE = """
+name = "172-codex-like-400k-20000"
+window = 400000
+base_tokens = 2000
+turn_tokens = [2000, 20000]
+messages_per_turn = [1, 4]
+floor = 40000
+floor_unit = "tokens"
+
+[[stage]]
+kind = "truncate"
+unit = "tokens"
+limit = 380000
+
+[[stage]]
+kind = "compact"
+trigger_unit = "tokens"
+trigger = 360000
+keep_unit = "turns"
+keep = 4
+summary_tokens = 2000
+"""
+
+
+def test_the_bounded_search_looks_below_the_falsifiers_length() -> None:
+    """Where it is cheap (an exact window, a few dozen depths), the bounded search below the
+    shrunk session's length runs before the falsifier's session is reported, and its own
+    session, a shortest, is the answer when it finds one. Fails if that search is removed."""
+    policy = parse_policy(CODEX_LIKE, "codex-like.toml")
+    raw = falsify(policy)
+    assert raw is not None and len(raw.session.sizes) == 179
+    small = shrink(policy, raw.session)
+    assert small is not None and small.minimal and len(small.session.sizes) == 24
+    d = decide(policy)
+    assert d.verdict == "unsafe" and d.method == "bmc depth 20" and len(d.trace) == 20, d.method
+    found, at = replay(policy, d.trace, "partitioned", d.messages, frozenset(d.failures))
+    assert at == 20 and found
+    # the user's shape: no stage fires before the 98th append, and its 99-append session is
+    # locally minimal; the window is too wide for the bounded search to confirm it cheaply
+    d = decide(parse_policy(USER, "user.toml"))
+    assert "locally minimal" in d.method and len(d.trace) == 99, d.method
+
+
+# --- --depth bounds the falsifier (issue 26): no session longer than --depth is the answer
+
+
+def test_depth_bounds_the_falsifier() -> None:
+    """The user's shape fails first after 99 appends (it needs 98 turns of 2,000 tokens to
+    reach the trigger's edge). Without ``--depth`` the falsifier's 99-append session is the
+    answer; with ``--depth 99`` too; with ``--depth 60`` it is not: the bounded search finds
+    nothing within 60 appends, and the verdict is ``unknown`` (depth), naming the longer
+    session that exists. Fails if ``--depth`` is ignored by the falsifier."""
+    policy = parse_policy(USER, "user.toml")
+    for budget in (Budget(), Budget.of(100, depth=99)):
+        d = decide(policy, budget)
+        assert d.verdict == "unsafe" and len(d.trace) == 99, d
+    d = decide(policy, Budget.of(10, depth=60))
+    assert d.verdict == "unknown" and d.exhausted == "depth", d
+    assert not d.trace
+    assert "a failing session of 99 appends exists" in d.detail and "--depth 60" in d.detail
+    assert "raise --depth to 99" in d.detail
+
+
+def test_depth_on_the_command_line_bounds_every_search(tmp_path: Path) -> None:
+    """``check-config --depth 60`` on the user's shape: exit 3, JSON ``exhausted: depth``,
+    no trace; without ``--depth``: exit 1 and the 99-append trace."""
+    path = tmp_path / "user.toml"
+    path.write_text(USER, encoding="utf-8")
+    code, out, _ = run_cli("check-config", "--format", "json", "--depth", "60", "--budget", "10", str(path))
+    data = json.loads(out)["policies"][0]
+    assert code == 3 and data["verdict"] == "unknown" and data["exhausted"] == "depth", data
+    assert data["findings"] == []
+    code, out, _ = run_cli("check-config", "--format", "json", str(path))
+    data = json.loads(out)["policies"][0]
+    assert code == 1 and len(data["findings"][0]["trace"]) == 99

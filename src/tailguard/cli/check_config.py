@@ -45,8 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the failing session as a JSONL event log for `tailguard audit`")
     parser.add_argument("--html", metavar="REPORT.html",
                         help="also write the verdicts as one self-contained HTML page (docs/html-report.md)")
-    parser.add_argument("--depth", type=int, default=150,
-                        help="depth budget: the longest session the bounded search tries (appends)")
+    parser.add_argument("--depth", type=int, default=None,
+                        help="depth budget: the longest session any search tries or reports "
+                             "(appends), the concrete falsifier's included (default: the bounded "
+                             "search tries 150, the falsifier's sessions are bounded by --budget)")
     parser.add_argument("--explain", action="store_true",
                         help="print each framework policy's translation into stages (docs/presets/) "
                              "instead of checking it")
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if not args.policies:
         print("tailguard check-config: give at least one POLICY.toml (or --list-frameworks)", file=stderr)
         return 2
-    if args.depth < 1 or args.budget < 1:
+    if (args.depth is not None and args.depth < 1) or args.budget < 1:
         print("tailguard check-config: --depth and --budget must be >= 1", file=stderr)
         return 2
     if not args.timeout > 0:  # also refuses nan

@@ -21,7 +21,9 @@ Soundness does not depend on any of this: the falsifier only ever returns a sess
 before), every size within ``turn_tokens``, every message count within
 ``messages_per_turn``, and spill writes failing either never or at every append (the two
 choices the z3 encoding makes). It never says ``safe``; finding nothing says nothing.
-Deterministic: a function of the policy and the step budget alone.
+Deterministic: a function of the policy and the step budget alone. The session is the first
+that fails, not the shortest: the engine shrinks it (:mod:`tailguard.pipeline.shrink`) and asks
+the bounded search for a shorter one where that is cheap before reporting it.
 """
 
 from __future__ import annotations

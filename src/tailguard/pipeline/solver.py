@@ -41,6 +41,7 @@ from tailguard.pipeline.model import (
     with_static,
 )
 from tailguard.pipeline.policy import ClipArgs, Compact, Policy, Truncate
+from tailguard.pipeline.shrink import shrink
 
 Verdict = Literal["safe", "unsafe", "unknown"]
 
@@ -48,6 +49,8 @@ Verdict = Literal["safe", "unsafe", "unknown"]
 MILLION = 1_000_000
 DEFAULT_BUDGET = 100  # check-config --budget: millions of z3 resource units (rlimit)
 FALSIFY_PER_UNIT = FALSIFY_STEPS // DEFAULT_BUDGET  # falsifier model appends per --budget unit
+CONFIRM_PER_UNIT = 50_000  # z3 units per --budget unit for a shorter session than the falsifier's
+CONFIRM_DEPTHS = 50  # depths the bounded search may go beyond its own to look for one
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,12 @@ class Budget:
     search; ``search_rlimit`` for the bounded search beyond ``quick_depth`` before the
     invariant search starts (it ends at the first depth whose cumulative count passes it,
     and resumes after). ``units`` is the ``--budget`` figure the three came from;
-    ``falsify_steps`` (600 a unit) the model appends the concrete falsifier may run, counted
-    in work like the rest."""
+    ``falsify_steps`` (600 a unit) the model appends the concrete falsifier may run, and
+    as many again for shrinking its session (:mod:`tailguard.pipeline.shrink`), counted in
+    work like the rest; ``falsify_depth`` (``--depth`` when given) the longest falsifier
+    session reported (``None``: any its steps reach); ``confirm_rlimit`` (50,000 a unit) the
+    z3 units the bounded search may spend, below a falsifier session's length, looking for
+    a shorter one (each query and in all)."""
 
     depth: int = 150
     quick_depth: int = 16
@@ -70,13 +77,18 @@ class Budget:
     max_window: int = 24
     units: int = DEFAULT_BUDGET
     falsify_steps: int = DEFAULT_BUDGET * FALSIFY_PER_UNIT  # model appends the falsifier may run
+    falsify_depth: int | None = None  # --depth given: no longer falsifier session is reported
+    confirm_rlimit: int = DEFAULT_BUDGET * CONFIRM_PER_UNIT
 
     @classmethod
-    def of(cls, units: int = DEFAULT_BUDGET, depth: int = 150) -> Budget:
-        """The budget ``check-config --budget units --depth depth`` sets."""
+    def of(cls, units: int = DEFAULT_BUDGET, depth: int | None = None) -> Budget:
+        """The budget ``check-config --budget units [--depth depth]`` sets: a ``--depth``
+        bounds every search, the falsifier's sessions included; without it the bounded search
+        goes to 150 appends and the falsifier's sessions are bounded by its steps alone."""
         each = units * MILLION
-        return cls(depth=depth, rlimit=each, spacer_rlimit=each, search_rlimit=each,
-                   units=units, falsify_steps=units * FALSIFY_PER_UNIT)
+        return cls(depth=150 if depth is None else depth, rlimit=each, spacer_rlimit=each,
+                   search_rlimit=each, units=units, falsify_steps=units * FALSIFY_PER_UNIT,
+                   falsify_depth=depth, confirm_rlimit=units * CONFIRM_PER_UNIT)
 
 
 @dataclass(frozen=True)
@@ -126,11 +138,14 @@ class Bmc:
         self.xs: list[Any] = []
         self.ys: list[Any] = []
         self.depth = 0
+        self.clean = 0  # every session of at most this many appends is known clean
         self.used = 0  # z3 resource units spent so far (cumulative over the solver's checks)
 
-    def deepen(self) -> Session | Literal["unknown"] | None:
+    def deepen(self, check: bool = True) -> Session | Literal["unknown"] | None:
         """Try one more step; a session, ``None`` (no finding at this depth) or unknown.
-        A session's spill writes all fail (the encoding's ``proceed`` spill)."""
+        A session's spill writes all fail (the encoding's ``proceed`` spill). ``check=False``
+        only adds the step, for a depth known clean (:func:`fails_late`). After ``unknown``
+        the search cannot go on (the step was not added)."""
         self.depth += 1
         if len(self.state.w) < min(self.width, self.depth):  # d appends: at most d turns
             self.state = self.state.widen()
@@ -140,10 +155,12 @@ class Bmc:
         self.xs.append(x)
         if st.messages is not None:
             self.ys.append(st.messages)
+        result: Any = z3.unsat
         self.solver.push()
         self.solver.add(z3.Or(*[b for _, b in st.bad]) if st.bad else z3.BoolVal(False))
-        result = self.solver.check()
-        self.used = _rlimit_count(self.solver)
+        if check:
+            result = self.solver.check()
+            self.used = _rlimit_count(self.solver)
         trace = None
         if result == z3.sat:
             model = self.solver.model()
@@ -154,6 +171,8 @@ class Bmc:
         self.solver.pop()
         if result == z3.unknown:
             return "unknown"
+        if result == z3.unsat:
+            self.clean = self.depth
         self.solver.add(st.clean)
         fresh = fresh_state(f"b{self.depth}", len(st.nxt.w), self.shape)  # named, so terms stay small
         self.solver.add(*[a == b for a, b in zip(fresh.flat(), st.nxt.flat(), strict=True)])
@@ -306,6 +325,16 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         return Decision(verdict, findings, seconds=time.perf_counter() - start, profile=profile,
                         exhausted=ran_out if verdict == "unknown" else "", notes=notes, **kw)
 
+    def search_found(got: Session) -> Decision | str:
+        """The bounded search's session, canonical and replayed."""
+        session = canonical_session(policy, got, profile)
+        found, at = replay(policy, session.sizes, profile, session.messages, session.failures)
+        if at != len(got.sizes):  # the abstraction disagrees with the model: never report
+            return f"trace {list(got.sizes)} did not replay (step {at}); please report"
+        return done("unsafe", tuple(found), trace=session.sizes, messages=session.messages,
+                    failures=tuple(sorted(session.failures)),
+                    method=f"bmc depth {len(got.sizes)}")
+
     def search(limit: int, spend: int | None = None) -> Decision | str | None:
         """Deepen to ``limit``, or (``spend``) until that many more resource units are used."""
         ceiling = None if spend is None else bmc.used + spend
@@ -315,13 +344,7 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
                 return (f"solver budget ran out: the bounded search at depth {bmc.depth} needed "
                         f"more than {budget.rlimit // MILLION}M z3 resource units; {raise_budget}")
             if got is not None:
-                session = canonical_session(policy, got, profile)
-                found, at = replay(policy, session.sizes, profile, session.messages, session.failures)
-                if at != len(got.sizes):  # the abstraction disagrees with the model: never report
-                    return f"trace {list(got.sizes)} did not replay (step {at}); please report"
-                return done("unsafe", tuple(found), trace=session.sizes, messages=session.messages,
-                            failures=tuple(sorted(session.failures)),
-                            method=f"bmc depth {len(got.sizes)}")
+                return search_found(got)
         return None
 
     if inert(policy):
@@ -346,19 +369,62 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
     if isinstance(quick, Decision):
         return quick
 
+    too_long: list[int] = []  # the falsifier's session, shrunk, was longer than --depth
+    tried: list[Decision | None] = []
+
     def concrete() -> Decision | None:
-        """The falsifier (:mod:`tailguard.pipeline.falsify`): a session of the structured
-        families that the model replays, or ``None``; never a verdict without a trace."""
+        """The falsifier (:mod:`tailguard.pipeline.falsify`), its session shrunk
+        (:mod:`tailguard.pipeline.shrink`), or ``None``; never a verdict without a trace, and
+        never a session longer than ``--depth`` (then ``too_long``). Run once."""
+        if not tried:
+            tried.append(falsified())
+        return tried[0]
+
+    def falsified() -> Decision | None:
         got = falsify(policy, profile, budget.falsify_steps)
         if got is None:
             return None
-        session = got.session
+        small = shrink(policy, got.session, profile, budget.falsify_steps)
+        session = got.session if small is None else small.session
         found, at = replay(policy, session.sizes, profile, session.messages, session.failures)
         if at != len(session.sizes) or not found:  # falsify replays already: belt and braces
             return None
+        n = len(session.sizes)
+        if budget.falsify_depth is not None and n > budget.falsify_depth:
+            too_long.append(n)
+            return None
+        shorter = confirm(n)
+        if isinstance(shorter, Decision):
+            return shorter
+        how = ("shortest (no session of fewer appends fails)" if shorter else
+               "locally minimal (no single append can be removed or made smaller)"
+               if small is not None and small.minimal else "shrunk within its step budget")
         return done("unsafe", tuple(found), trace=session.sizes, messages=session.messages,
                     failures=tuple(sorted(session.failures)),
-                    method=f"falsifier: {got.family} ({len(session.sizes)} appends), replayed")
+                    method=f"falsifier: {got.family} ({len(got.session.sizes)} appends), "
+                           f"{how}: {n} appends, replayed")
+
+    def confirm(n: int) -> Decision | bool:
+        """Whether no session of fewer than ``n`` appends fails: no stage can fire in fewer
+        (:func:`fails_late`), or the bounded search up to ``n - 1`` within ``confirm_rlimit``
+        (each query and in all) finds none; or a shorter session it found (its own, canonical:
+        a shortest). ``False``: the budget ran out first."""
+        if bmc.clean >= n - 1 or fails_late(policy, n - 1):
+            return True
+        if (bmc.depth > bmc.clean or n - 1 > budget.depth or not exact
+                or n - 1 - bmc.depth > CONFIRM_DEPTHS):
+            return False  # a query ran out; beyond --depth; a window wider than the solver
+            # affords; too many steps to encode (their encoding costs more than the queries)
+        bmc.solver.set("rlimit", budget.confirm_rlimit)
+        ceiling = bmc.used + budget.confirm_rlimit
+        while bmc.depth < n - 1 and bmc.used < ceiling:
+            got = bmc.deepen(check=not fails_late(policy, bmc.depth + 1))
+            if got == "unknown":
+                return False
+            if got is not None:
+                found = search_found(got)
+                return found if isinstance(found, Decision) else False
+        return bmc.clean >= n - 1
 
     # ordering only (never turns safe into unsafe or back: it only decides sooner what the
     # bounded search would find, or would run out of budget on): at real sizes (a tail wider
@@ -374,7 +440,9 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
         return mid
     if exact and not far and (late := concrete()) is not None:
         return late
-    outcome, inv = find_invariant(policy, width, budget, profile)
+    # a falsifier session longer than --depth: the policy is unsafe, so no invariant exists;
+    # the verdict at this depth is the bounded search's
+    outcome, inv = ("unsafe", None) if too_long else find_invariant(policy, width, budget, profile)
     if outcome == "safe":
         body = inv
         got = certified(lambda s: z3.substitute_vars(body, *s.flat()), "Spacer invariant")
@@ -389,6 +457,9 @@ def _decide(policy: Policy, budget: Budget | None, ignore_static: bool, profile:
     no_session = f"no failing session within {budget.depth} appends (--depth {budget.depth})"
     if isinstance(deep, str):
         why = deep
+    elif too_long:
+        why = f"depth budget ran out: a failing session of {too_long[0]} appends exists (the " \
+              f"concrete falsifier's, shrunk) but {no_session}; raise --depth to {too_long[0]}"
     elif outcome == "unsafe" and exact:
         why = f"depth budget ran out: a failing session exists (the invariant search refuted " \
               f"every invariant) but {no_session}; raise --depth"

@@ -65,7 +65,8 @@ def probe_budget(budget: Budget, units: int = 20) -> Budget:
     (bisection, putting a knob back, doubling steps) get 5M (:data:`QUICK`): there an
     ``unknown`` only leaves the fix a little less tight, never wrong."""
     units = min(budget.units, units)
-    return replace(Budget.of(units, depth=budget.depth), quick_depth=min(budget.quick_depth, 16))
+    return replace(Budget.of(units, depth=budget.falsify_depth), depth=budget.depth,
+                   quick_depth=min(budget.quick_depth, 16))
 
 
 QUICK = 5

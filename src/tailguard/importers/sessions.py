@@ -114,4 +114,5 @@ def fleet_item(fmt: str, ref: SessionRef, knobs: Knobs) -> Item:
     if fmt == openhands.FORMAT:
         return Item(ref.source, ref.path, opener=openhands.opener(knobs, ref.source))
     assert ref.thread is not None
-    return Item(ref.source, ref.path, opener=langgraph.opener(ref.thread, knobs, ref.source))
+    return Item(ref.source, ref.path, opener=langgraph.opener(ref.thread, knobs, ref.source),
+                judge=langgraph.judge(ref.thread, knobs, ref.source))

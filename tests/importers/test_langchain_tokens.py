@@ -11,6 +11,7 @@ fractional (where it must fall back).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from tailguard.importers.langchain_tokens import SummingCounter, summable
 
-COUNTERS = [
+COUNTERS: list[Callable[..., int]] = [
     count_tokens_approximately,
     functools.partial(count_tokens_approximately, use_usage_metadata_scaling=True),  # the middleware's
     functools.partial(count_tokens_approximately, use_usage_metadata_scaling=True, chars_per_token=3.3),

@@ -362,8 +362,6 @@ def test_fleet_output_is_the_same_with_the_imports_ledger_judging(
         runs: list[Run], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
     """The fleet report and its ``--out`` records are byte for byte those of the audit of the
     imported logs (the judge switched off), for a database of real threads."""
-    from tailguard.importers import sessions
-
     run = runs[1]
 
     def audit() -> tuple[int, str, str]:
@@ -383,6 +381,6 @@ def test_fleet_output_is_the_same_with_the_imports_ledger_judging(
     monkeypatch.setattr(lg, "judge_thread", spy)
     mine = audit()
     assert sorted(judged) == sorted(run.sent)  # the import's ledger judged every thread
-    monkeypatch.setattr(sessions.langgraph, "judge", lambda *args: None)
+    monkeypatch.setattr(lg, "judge", lambda *args: None)  # (sessions.fleet_item calls langgraph.judge)
     assert mine == audit()
     assert mine[0] == 1 and '"refusals": 0' not in mine[2].splitlines()[0]

@@ -302,3 +302,85 @@ def test_the_writes_reader_falls_back_where_it_cannot_prove_the_state(
         conn.close()
     assert _fast(run.db, thread) and not _fast(db, thread)
     assert _logs(db, thread, run.knobs, full_read=False) == _logs(run.db, thread, run.knobs, full_read=True)
+
+
+# -- audit --from in fleet mode: the import's ledger judges (issue 27 item 5) -----------------
+
+def _records(db: Path, thread: str, knobs: Path | None, profile: str) -> tuple[Any, Any]:
+    """One thread's fleet record judged by the import's own ledger, and the record of the audit
+    of the log the import writes (the same item without its judge: the fleet parses and replays)."""
+    from tailguard.audit.fleet.record import audit_source
+    from tailguard.importers.sessions import SessionRef, fleet_item, knobs_for
+
+    item = fleet_item("langgraph", SessionRef(f"{db}#{thread}", str(db), thread),
+                      knobs_for("langgraph", str(knobs) if knobs else None))
+    assert item.judge is not None
+    return audit_source(item, profile), audit_source(item._replace(judge=None), profile)
+
+
+def _bench_db(tmp: Path) -> tuple[Path, Path]:
+    """The benchmark's database (benchmarks/bench_import.py's agent and knobs), one thread of 100 turns."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_import", Path(__file__).parents[2] / "benchmarks" /
+                                                  "bench_import.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    db, knobs = tmp / "bench.sqlite", tmp / "bench-knobs.toml"
+    knobs.write_text(bench.KNOBS, encoding="utf-8")
+    bench.generate(db, 1, 100)
+    return db, knobs
+
+
+def test_the_imports_ledger_judges_as_the_audit_of_its_log(runs: list[Run], tmp_path: Path) -> None:
+    """``audit --from`` in fleet mode takes each record from the ledger the import builds
+    (``tailguard.importers.judged_ledger``) instead of writing the log and replaying it: for every
+    real thread (and the benchmark's), with the knobs and without, under each profile it judges,
+    the record (refusals, holes with their truncation lines and sentences, unverified ranges,
+    event count) is the one the audit of the imported log gives; ``seed`` is left to that audit."""
+    from tailguard.importers.judged_ledger import JUDGED_PROFILES
+    from tailguard.importers.sessions import knobs_for
+
+    bench = _bench_db(tmp_path)
+    cases = [(r.db, t, r.knobs) for r in runs for t in r.sent] + [(bench[0], "t0000", bench[1])]
+    refused = unverified = 0
+    for db, thread, knobs in cases:
+        for k in (knobs, None):
+            for profile in JUDGED_PROFILES:
+                mine, audited = _records(db, thread, k, profile)
+                assert mine == audited, (db.name, thread, k, profile)
+                refused += bool(mine["holes"])
+                unverified += bool(mine["unverified"])
+    assert refused >= 10 and unverified >= 10, (refused, unverified)  # not vacuous
+    item_judge = lg.judge("t0000", knobs_for("langgraph", None), "x")
+    assert item_judge(str(bench[0]), "seed") is None  # the seed profile needs its own core: the log is audited
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_fleet_output_is_the_same_with_the_imports_ledger_judging(
+        runs: list[Run], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    """The fleet report and its ``--out`` records are byte for byte those of the audit of the
+    imported logs (the judge switched off), for a database of real threads."""
+    run = runs[1]
+
+    def audit() -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        res = tmp_path / "records.jsonl"  # (the report names it)
+        code = main(["audit", "--from", "langgraph", str(run.db), "--knobs", str(run.knobs), "--workers", "1",
+                     "--format", fmt, "--out", str(res)], stdout=out, stderr=err)
+        return code, out.getvalue() + err.getvalue(), res.read_text(encoding="utf-8")
+
+    judged: list[str] = []
+    real = lg.judge_thread
+
+    def spy(locator: str, profile: str, **kw: Any) -> Any:
+        judged.append(kw["thread"])
+        return real(locator, profile, **kw)
+
+    monkeypatch.setattr(lg, "judge_thread", spy)
+    mine = audit()
+    assert sorted(judged) == sorted(run.sent)  # the import's ledger judged every thread
+    monkeypatch.setattr(lg, "judge", lambda *args: None)  # (sessions.fleet_item calls langgraph.judge)
+    assert mine == audit()
+    assert mine[0] == 1 and '"refusals": 0' not in mine[2].splitlines()[0]

@@ -17,7 +17,7 @@ from tailguard.runtime.eventlog import Adopt, Compact, Event, Refusal, Session
 from tailguard.runtime.ledger_core import PROFILES, LedgerCore
 from tailguard.runtime.ledger_explain import explain as _explain
 
-__all__ = ["Verdict", "replay"]
+__all__ = ["Verdict", "hole_truncation_lines", "replay"]
 
 
 class Verdict(NamedTuple):
@@ -37,7 +37,7 @@ class Verdict(NamedTuple):
         return {"line": self.line, **self.decision.to_json()}
 
 
-def _hole_truncation_lines(core: LedgerCore, decision: Decision) -> tuple[int, ...]:
+def hole_truncation_lines(core: LedgerCore, decision: Decision) -> tuple[int, ...]:
     """The lines of the truncations that evicted offsets of ``decision``'s holes while no
     summary, spill or tail held them (a hole whose coverage a lost summary took has none)."""
     if core.origins is None or not decision.holes:
@@ -45,6 +45,9 @@ def _hole_truncation_lines(core: LedgerCore, decision: Decision) -> tuple[int, .
     lines = {line for lo, hi in decision.holes for line in core.origins.exact_lines_within(lo, hi)
              if isinstance(line, int)}
     return tuple(sorted(lines))
+
+
+_hole_truncation_lines = hole_truncation_lines  # its earlier name (tests/mutation import it)
 
 
 def replay(
@@ -99,5 +102,5 @@ def replay(
             shown = decision if narrow is None else narrow(ev.line, decision)
             sentences = tuple(_explain(core, profile, shown, ev.tail_start, ev.summary_input,
                                        ev.summary_covers, ev.saw, ev.keeps))
-            truncated_at = _hole_truncation_lines(core, decision)
+            truncated_at = hole_truncation_lines(core, decision)
         yield Verdict(ev.line, decision, sentences, ev.override, ev, core.n, truncated_at)

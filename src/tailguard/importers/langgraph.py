@@ -41,9 +41,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
+from tailguard.audit.fleet.record import Record
 from tailguard.base.errors import ImportSourceError as ImportSourceError
 from tailguard.importers.imported import Imported, Named, named_units, pending_holes
+from tailguard.importers.judged_ledger import JUDGED_PROFILES, JudgingLedger
 from tailguard.importers.knobs import Knobs
+from tailguard.importers.langchain_tokens import SummingCounter
 from tailguard.pipeline.presets.langchain import PRESET
 from tailguard.runtime.ledger import Ledger
 
@@ -180,14 +183,21 @@ def _middleware(knobs: Knobs) -> tuple[Any, bool]:
 class _Builder:
     """Replays a thread's chain into a ledger that writes the event log."""
 
-    def __init__(self, source: str, thread: str, knobs: Knobs, log: io.StringIO | None) -> None:
+    def __init__(self, source: str, thread: str, knobs: Knobs, log: io.StringIO | None,
+                 judge: str | None = None) -> None:
         from langchain_core.messages import BaseMessage, HumanMessage
 
         self._base, self._human = BaseMessage, HumanMessage
         self.source, self.thread, self.knobs = source, thread, knobs
-        self.ledger = Ledger(knobs.floor, unit=knobs.floor_unit, log=log, session_id=thread)
+        #: ``judge``: a profile; the ledger then also judges every compaction (.judged_ledger)
+        self.ledger = Ledger(knobs.floor, unit=knobs.floor_unit, log=log, session_id=thread) if judge is None \
+            else JudgingLedger(knobs.floor, unit=knobs.floor_unit, log=log, session_id=thread, judge=judge)
         self.tracker = OffsetTracker(self.ledger)
         self.mw, self.checkable = _middleware(knobs)
+        # LangChain's own counts, summed per message where provably equal (.langchain_tokens)
+        self.counts = SummingCounter()
+        self.mw.token_counter = self.counts.wrap(self.mw.token_counter)
+        self.mw._partial_token_counter = self.counts.wrap(self.mw._partial_token_counter)
         self.compactions: dict[int, tuple[int, str]] = {}  # chain index -> (tail start, summary id)
         #: compactions the knobs disagree with (chain index, checkpoint id, why): not decided by them
         self.untrusted: list[tuple[int, str, str]] = []
@@ -223,6 +233,7 @@ class _Builder:
         e = self.entries.get(m.id)
         if e is None:
             summary = self.is_summary(m)
+            self.counts.register(m)
             e = self.entries[m.id] = Entry(m.id, summary, 0 if summary else self.size(m))
             self.names.setdefault(m.id, m)
         return e
@@ -339,30 +350,41 @@ def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: 
            names: bool = True) -> Imported:
     """The thread's log. Compactions the knobs cannot decide (none given, or the record disagrees
     with them) leave everything up to the tail of the last such one adopted: unverified."""
-    log = io.StringIO()
-    b = _Builder(source, thread, knobs, log)
+    return _built(source, thread, chain, knobs, names)[0]
+
+
+def _built(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: Knobs, names: bool = True,
+           judge: str | None = None) -> tuple[Imported, _Builder]:
+    """:func:`_build`, and the builder whose ledger wrote the log. ``judge``: a profile; the
+    ledgers judge every compaction with it (.judged_ledger) and write no log (the lines are empty)."""
+    def new_log() -> io.StringIO | None:
+        return io.StringIO() if judge is None else None
+
+    def lines(log: io.StringIO | None) -> list[str]:
+        return [] if log is None else log.getvalue().splitlines(keepends=True)
+
+    log = new_log()
+    b = _Builder(source, thread, knobs, log, judge)
     b.run(chain, assume_seen=not knobs.given)
     if knobs.given and not b.untrusted:
-        return Imported(source, log.getvalue().splitlines(keepends=True), b.named() if names else [],
-                        pending=b.pending())
+        return Imported(source, lines(log), b.named() if names else [], pending=b.pending()), b
     if knobs.given:
         index, cid, reason = b.untrusted[-1]
         why = (f"the knobs ({knobs.file}) disagree with the record at checkpoint {cid}: {reason}; what the "
                "summarizers were shown up to there is not decided")
     elif b.last_compaction is None:
-        log = io.StringIO()
-        b = _Builder(source, thread, knobs, log)
+        log = new_log()
+        b = _Builder(source, thread, knobs, log, judge)
         b.run(chain)
-        return Imported(source, log.getvalue().splitlines(keepends=True), b.named() if names else [],
-                        pending=b.pending())
+        return Imported(source, lines(log), b.named() if names else [], pending=b.pending()), b
     else:
         index = b.last_compaction[0]
         why = ("what the summarizers were shown is not in the record and no --knobs were given "
                "(trim_tokens_to_summarize decides it)")
     scout = b
     tail, summary_id = scout.compactions[index]
-    log = io.StringIO()
-    b = _Builder(source, thread, knobs, log)
+    log = new_log()
+    b = _Builder(source, thread, knobs, log, judge)
     cid, msgs = chain[index]
     b.where = f"thread {thread!r}, checkpoint {cid}"
     b.check(msgs)
@@ -370,7 +392,7 @@ def _build(source: str, thread: str, chain: list[tuple[str, list[Any]]], knobs: 
     b.observe(msgs)
     b.run(chain, start=index + 1)
     named = [n for n in scout.named() if n.hi <= tail] + b.named() if names else []
-    return Imported(source, log.getvalue().splitlines(keepends=True), named, why, b.pending())
+    return Imported(source, lines(log), named, why, b.pending()), b
 
 
 def _require() -> None:
@@ -390,10 +412,8 @@ def import_saver(saver: Any, thread: str, knobs: Knobs, source: str, *, names: b
     return _build(source, thread, chain, knobs, names)
 
 
-def import_thread(path: str, thread: str, knobs: Knobs, *, names: bool = True, full_read: bool = False) -> Imported:
-    """Import thread ``thread`` of the ``SqliteSaver`` database at ``path``: from the ``writes``
-    table where that provably rebuilds the checkpoints (:mod:`.langgraph_writes`), else (or
-    with ``full_read``) by reading every checkpoint through the saver. Both give the same log."""
+def _imported(path: str, thread: str, knobs: Knobs, names: bool, full_read: bool,
+              judge: str | None) -> tuple[Imported, _Builder]:
     _require()
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -406,10 +426,17 @@ def import_thread(path: str, thread: str, knobs: Knobs, *, names: bool = True, f
         source = f"{path}#{thread}"
         chain = None if full_read else writes_history(conn, saver.serde, thread)
         if chain is None:
-            return import_saver(saver, thread, knobs, source, names=names)
-        return _build(source, thread, chain, knobs, names)
+            chain = _history(saver, source, thread)
+        return _built(source, thread, chain, knobs, names, judge)
     finally:
         conn.close()
+
+
+def import_thread(path: str, thread: str, knobs: Knobs, *, names: bool = True, full_read: bool = False) -> Imported:
+    """Import thread ``thread`` of the ``SqliteSaver`` database at ``path``: from the ``writes``
+    table where that provably rebuilds the checkpoints (:mod:`.langgraph_writes`), else (or
+    with ``full_read``) by reading every checkpoint through the saver. Both give the same log."""
+    return _imported(path, thread, knobs, names, full_read, None)[0]
 
 
 def _share_messages(saver: Any) -> None:
@@ -461,3 +488,19 @@ _LAST: tuple[tuple[Any, ...], list[bytes]] | None = None
 def opener(thread: str, knobs: Knobs, source: str) -> Any:
     """A picklable opener for :class:`tailguard.audit.fleet.sources.Item`."""
     return functools.partial(open_thread_lines, thread=thread, knobs=knobs, source=source)
+
+
+def judge_thread(locator: str, profile: str, *, thread: str, knobs: Knobs, source: str) -> Record | None:
+    """The fleet audit's judge (``Item.judge``): the record of thread ``thread``, judged by the
+    import's own ledger (.judged_ledger), or None for a profile it does not judge (``seed``:
+    then the log is written and audited). Raises :class:`ImportSourceError` as the import does."""
+    if profile not in JUDGED_PROFILES:
+        return None
+    _, b = _imported(locator, thread, knobs, False, False, profile)
+    assert isinstance(b.ledger, JudgingLedger)
+    return b.ledger.record(source)
+
+
+def judge(thread: str, knobs: Knobs, source: str) -> Any:
+    """A picklable judge for :class:`tailguard.audit.fleet.sources.Item`."""
+    return functools.partial(judge_thread, thread=thread, knobs=knobs, source=source)

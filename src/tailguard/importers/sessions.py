@@ -147,4 +147,5 @@ def fleet_item(fmt: str, ref: SessionRef, knobs: Knobs) -> Item:
         assert ref.thread is not None
         return Item(ref.source, ref.path, opener=openai_agents.opener(ref.thread, knobs, ref.source))
     assert ref.thread is not None
-    return Item(ref.source, ref.path, opener=langgraph.opener(ref.thread, knobs, ref.source))
+    return Item(ref.source, ref.path, opener=langgraph.opener(ref.thread, knobs, ref.source),
+                judge=langgraph.judge(ref.thread, knobs, ref.source))

@@ -138,6 +138,17 @@ def audit_source(item: Item, profile: str) -> Record:
     source = item.source
     if item.error is not None:  # the expansion could not read it, or chose not to follow it
         return error_record(source, item.error)
+    if item.judge is not None:  # audit --from: the import's ledger judges (same record, no log replayed)
+        try:
+            judged: Record | None = item.judge(item.locator, profile)
+        except ImportSourceError as exc:
+            return error_record(source, str(exc))
+        except OSError as exc:
+            return error_record(source, f"{source}:0: file: cannot read ({exc.strerror or exc})")
+        except Exception as exc:  # a fleet never stops for one log (docs/fleet.md)
+            return error_record(source, f"{source}:0: file: cannot audit ({type(exc).__name__}: {exc})")
+        if judged is not None:
+            return judged
     explain = False
     while True:
         try:

@@ -55,6 +55,10 @@ class Item(NamedTuple):
     #: how a worker opens ``locator`` (default :func:`open_lines`): an importer's reader for
     #: ``audit --from`` (a module-level function or a partial of one, so it pickles)
     opener: Callable[[str], contextlib.AbstractContextManager[Iterable[bytes]]] | None = None
+    #: ``audit --from``: how a worker judges ``locator`` with the import's own ledger, given the
+    #: profile (:mod:`tailguard.importers.judged_ledger`): the record, or None for a profile it
+    #: does not judge (then ``opener``'s log is audited). Picklable as ``opener``.
+    judge: Callable[[str, str], Any] | None = None
 
 
 def is_url(arg: str) -> bool:

@@ -43,6 +43,7 @@ from typing import Any
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
 from tailguard.audit.fleet.record import Record
 from tailguard.base.errors import ImportSourceError as ImportSourceError
+from tailguard.importers.gc_pause import paused
 from tailguard.importers.imported import Imported, Named, named_units, pending_holes
 from tailguard.importers.judged_ledger import JUDGED_PROFILES, JudgingLedger
 from tailguard.importers.knobs import Knobs
@@ -421,13 +422,14 @@ def _imported(path: str, thread: str, knobs: Knobs, names: bool, full_read: bool
 
     conn = open_database(path)
     try:
-        saver = SqliteSaver(conn)
-        _share_messages(saver)
-        source = f"{path}#{thread}"
-        chain = None if full_read else writes_history(conn, saver.serde, thread)
-        if chain is None:
-            chain = _history(saver, source, thread)
-        return _built(source, thread, chain, knobs, names, judge)
+        with paused():  # no cyclic collection during one thread's import (.gc_pause)
+            saver = SqliteSaver(conn)
+            _share_messages(saver)
+            source = f"{path}#{thread}"
+            chain = None if full_read else writes_history(conn, saver.serde, thread)
+            if chain is None:
+                chain = _history(saver, source, thread)
+            return _built(source, thread, chain, knobs, names, judge)
     finally:
         conn.close()
 

@@ -14,10 +14,10 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage
 
-from tailguard.importers import langgraph as lg  # noqa: E402
-from tailguard.importers.knobs import Knobs  # noqa: E402
+from tailguard.importers import langgraph as lg
+from tailguard.importers.knobs import Knobs
 
 
 def _summary(sid: str) -> HumanMessage:

@@ -41,7 +41,7 @@ def _both(chain: list[tuple[str, list[Any]]], monkeypatch: pytest.MonkeyPatch) -
 
 def test_a_summary_added_alone_takes_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
     h, a, s = HumanMessage(content="q0", id="q0"), AIMessage(content="a0", id="a0"), _summary("s0")
-    chain = [("c0", [h]), ("c1", [h, a]), ("c2", [h, a, s]), ("c3", [h, a, s, HumanMessage(content="q1", id="q1")])]
+    chain: list[tuple[str, list[Any]]] = [("c0", [h]), ("c1", [h, a]), ("c2", [h, a, s]), ("c3", [h, a, s, HumanMessage(content="q1", id="q1")])]
     fast, general = _both(chain, monkeypatch)
     assert fast == general
     assert not any('"append"' in line and "s0" in line for line in fast)
@@ -49,7 +49,7 @@ def test_a_summary_added_alone_takes_the_step(monkeypatch: pytest.MonkeyPatch) -
 
 def test_a_message_back_after_it_left_is_the_steps_error(monkeypatch: pytest.MonkeyPatch) -> None:
     h, a = HumanMessage(content="q0", id="q0"), AIMessage(content="a0", id="a0")
-    chain = [("c0", [h]), ("c1", [h, a]), ("c2", [h]), ("c3", [h, a])]
+    chain: list[tuple[str, list[Any]]] = [("c0", [h]), ("c1", [h, a]), ("c2", [h]), ("c3", [h, a])]
     fast, general = _both(chain, monkeypatch)
     assert isinstance(fast, str) and fast == general
     assert "checkpoint c3" in fast

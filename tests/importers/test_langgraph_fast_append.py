@@ -41,7 +41,8 @@ def _both(chain: list[tuple[str, list[Any]]], monkeypatch: pytest.MonkeyPatch) -
 
 def test_a_summary_added_alone_takes_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
     h, a, s = HumanMessage(content="q0", id="q0"), AIMessage(content="a0", id="a0"), _summary("s0")
-    chain: list[tuple[str, list[Any]]] = [("c0", [h]), ("c1", [h, a]), ("c2", [h, a, s]), ("c3", [h, a, s, HumanMessage(content="q1", id="q1")])]
+    q1 = HumanMessage(content="q1", id="q1")
+    chain: list[tuple[str, list[Any]]] = [("c0", [h]), ("c1", [h, a]), ("c2", [h, a, s]), ("c3", [h, a, s, q1])]
     fast, general = _both(chain, monkeypatch)
     assert fast == general
     assert not any('"append"' in line and "s0" in line for line in fast)

@@ -109,6 +109,7 @@ def breakdown(db: Path, knobs_path: Path, threads: int, repeat: int) -> dict[str
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from tailguard.importers import langgraph as lg
+    from tailguard.importers.gc_pause import paused
     from tailguard.importers.langgraph_writes import writes_history
     from tailguard.importers.sessions import knobs_for
 
@@ -135,15 +136,16 @@ def breakdown(db: Path, knobs_path: Path, threads: int, repeat: int) -> dict[str
                 thread = f"t{i:04d}"
                 t0 = time.process_time()
                 conn = lg.open_database(str(db))
-                saver = SqliteSaver(conn)
-                lg._share_messages(saver)
-                t1 = time.process_time()
-                chain = writes_history(conn, saver.serde, thread)
-                t2 = time.process_time()
-                if chain is None:
-                    sys.exit(f"bench_import: the writes reader fell back on thread {thread}")
-                lg._built(str(db), thread, chain, knobs, False, "strict")  # as A's judge does
-                t3 = time.process_time()
+                with paused():  # as A's import does (.gc_pause)
+                    saver = SqliteSaver(conn)
+                    lg._share_messages(saver)
+                    t1 = time.process_time()
+                    chain = writes_history(conn, saver.serde, thread)
+                    t2 = time.process_time()
+                    if chain is None:
+                        sys.exit(f"bench_import: the writes reader fell back on thread {thread}")
+                    lg._built(str(db), thread, chain, knobs, False, "strict")  # as A's judge does
+                    t3 = time.process_time()
                 saver = SqliteSaver(conn)
                 lg._share_messages(saver)
                 lg._history(saver, str(db), thread)

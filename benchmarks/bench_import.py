@@ -28,8 +28,10 @@ of generation; the default (20 threads) shows the same per-thread costs, so the 
 Measured on a shared 2-core machine at 100 threads x 200 turns: 21x before the importer read
 threads from the ``writes`` table (A 7.3 s, B 0.35 s of CPU), 4.8x to 5.8x after (A 2.0 s to 2.2 s);
 5.2x then 3.8x to 3.9x (A 1.67 s then 1.23 s to 1.26 s, B 0.32 s) once the import's ledger judges in
-fleet mode and LangChain's token counts are summed per message; not yet under 3x: see
-docs/import.md for where the time goes.
+fleet mode and LangChain's token counts are summed per message; 3.5x to 3.9x (A 1.03 s to 1.18 s,
+B 0.29 s to 0.30 s; the base in the same runs 3.8x to 3.9x) with the cyclic GC paused per thread
+and one new message appended in one check. Not under 3x: see docs/import.md for where the time
+goes and why what is left cannot be cut without changing an output or an error.
 """
 
 from __future__ import annotations

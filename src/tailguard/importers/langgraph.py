@@ -43,6 +43,7 @@ from typing import Any
 from tailguard.adapters._offsets import AdapterError, Entry, OffsetTracker
 from tailguard.audit.fleet.record import Record
 from tailguard.base.errors import ImportSourceError as ImportSourceError
+from tailguard.importers.gc_pause import paused
 from tailguard.importers.imported import Imported, Named, named_units, pending_holes
 from tailguard.importers.judged_ledger import JUDGED_PROFILES, JudgingLedger
 from tailguard.importers.knobs import Knobs
@@ -309,6 +310,17 @@ class _Builder:
             seen.add(m.id)
         return True
 
+    def fresh(self, m: Any) -> Entry | None:
+        """:meth:`appended` and :meth:`entry` for one message: its new entry when it is a plain
+        new message (then :meth:`step` would only append it), else None."""
+        if not isinstance(m, self._base) or not isinstance(key := m.id, str) or not key or key in self.entries \
+                or self.is_summary(m):
+            return None
+        self.counts.register(m)
+        e = self.entries[key] = Entry(key, False, self.size(m))
+        self.names.setdefault(key, m)
+        return e
+
     def run(self, chain: list[tuple[str, list[Any]]], *, start: int = 0, assume_seen: bool = False) -> None:
         prev: list[Any] = chain[start - 1][1] if start else []  # the context the guard last observed
         for index in range(start, len(chain)):
@@ -317,7 +329,13 @@ class _Builder:
                 continue
             n = len(prev)
             if n and len(msgs) >= n and msgs[:n] == prev:  # identical objects compare without calling __eq__
-                if len(msgs) > n and not self.appended(msgs[n:]):
+                if len(msgs) == n + 1:  # most checkpoints: one new message
+                    e = self.fresh(msgs[n])
+                    if e is None:
+                        self.go(index, cid, prev, msgs, assume_seen)
+                    else:
+                        self.tracker.extend((e,))
+                elif len(msgs) > n and not self.appended(msgs[n:]):
                     self.go(index, cid, prev, msgs, assume_seen)
                 elif len(msgs) > n:
                     self.tracker.extend([self.entry(m) for m in msgs[n:]])
@@ -421,13 +439,14 @@ def _imported(path: str, thread: str, knobs: Knobs, names: bool, full_read: bool
 
     conn = open_database(path)
     try:
-        saver = SqliteSaver(conn)
-        _share_messages(saver)
-        source = f"{path}#{thread}"
-        chain = None if full_read else writes_history(conn, saver.serde, thread)
-        if chain is None:
-            chain = _history(saver, source, thread)
-        return _built(source, thread, chain, knobs, names, judge)
+        with paused():  # no cyclic collection during one thread's import (.gc_pause)
+            saver = SqliteSaver(conn)
+            _share_messages(saver)
+            source = f"{path}#{thread}"
+            chain = None if full_read else writes_history(conn, saver.serde, thread)
+            if chain is None:
+                chain = _history(saver, source, thread)
+            return _built(source, thread, chain, knobs, names, judge)
     finally:
         conn.close()
 
@@ -449,13 +468,15 @@ def _share_messages(saver: Any) -> None:
     hook = getattr(serde, "_unpack_ext_hook", None)
     if not callable(hook):
         return
-    memo: dict[tuple[int, bytes], Any] = {}
+    memos: dict[int, dict[bytes, Any]] = {}  # extension code -> exact bytes -> the object
 
     def shared(code: int, data: bytes) -> Any:
-        key = (code, data)
-        found = memo.get(key, memo)
-        if found is memo:
-            found = memo[key] = hook(code, data)
+        memo = memos.get(code)
+        if memo is None:
+            memo = memos[code] = {}
+        found = memo.get(data, memos)
+        if found is memos:
+            found = memo[data] = hook(code, data)
         return found
 
     serde._unpack_ext_hook = shared

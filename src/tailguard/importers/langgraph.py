@@ -36,7 +36,6 @@ import functools
 import io
 import os
 import sqlite3
-import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -48,6 +47,7 @@ from tailguard.importers.imported import Imported, Named, named_units, pending_h
 from tailguard.importers.judged_ledger import JUDGED_PROFILES, JudgingLedger
 from tailguard.importers.knobs import Knobs
 from tailguard.importers.langchain_tokens import SummingCounter
+from tailguard.importers.sqlite_source import open_readonly
 from tailguard.pipeline.presets.langchain import PRESET
 from tailguard.runtime.ledger import Ledger
 
@@ -61,7 +61,6 @@ UNITS = ("messages", "tokens")
 VALIDATED_ON: tuple[str, ...] = (*PRESET.validated_on, "langgraph-checkpoint 4.3.2",
                                  "langgraph-checkpoint-sqlite 3.1.2")
 OVERRIDE = "imported: the framework committed this compaction without a guard"
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = {"checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "checkpoint"),
            "writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id")}
 
@@ -76,33 +75,9 @@ def _missing() -> ImportError:
 def open_database(path: str) -> sqlite3.Connection:
     """A read-only connection to a ``SqliteSaver`` database, or :class:`ImportSourceError`
     saying why ``path`` is not one (missing, not SQLite, corrupt, not a checkpointer's)."""
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(len(_SQLITE_MAGIC))
-    except OSError as exc:
-        raise ImportSourceError(path, "file", f"cannot read ({exc.strerror or exc})") from None
-    if magic != _SQLITE_MAGIC:
-        raise ImportSourceError(path, "file", "not an SQLite database (a langgraph-checkpoint-sqlite "
-                                              "SqliteSaver file is expected)")
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        try:
-            for table, columns in _TABLES.items():
-                have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-                if not have:
-                    raise ImportSourceError(path, f"table {table}", "missing: not a LangGraph checkpointer's database "
-                                                                    "(SqliteSaver writes checkpoints and writes)")
-                lacking = [c for c in columns if c not in have]
-                if lacking:
-                    raise ImportSourceError(path, f"table {table}", f"no column {lacking[0]}: not a LangGraph "
-                                                                    "checkpointer's database")
-        except BaseException:
-            conn.close()
-            raise
-    except sqlite3.Error as exc:
-        raise ImportSourceError(path, "file", f"unreadable SQLite database ({exc})") from None
-    return conn
+    return open_readonly(path, _TABLES, "a langgraph-checkpoint-sqlite SqliteSaver file",
+                         "not a LangGraph checkpointer's database (SqliteSaver writes checkpoints and writes)",
+                         "not a LangGraph checkpointer's database")
 
 
 def thread_ids(conn: sqlite3.Connection, path: str) -> list[str]:

@@ -31,9 +31,7 @@ import contextlib
 import functools
 import io
 import json
-import os
 import sqlite3
-import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +40,7 @@ from tailguard.base.errors import ImportSourceError as ImportSourceError
 from tailguard.base.intervals import normalize
 from tailguard.importers.imported import Imported, Named
 from tailguard.importers.knobs import Knobs
+from tailguard.importers.sqlite_source import open_readonly
 from tailguard.pipeline.presets.openai_agents import PRESET
 from tailguard.runtime.ledger import Ledger
 
@@ -55,7 +54,6 @@ VALIDATED_ON: tuple[str, ...] = PRESET.validated_on
 OVERRIDE = "imported: the framework committed this compaction without a guard"
 MESSAGES, SESSIONS = "agent_messages", "agent_sessions"
 GONE = "(deleted: the store keeps no copy)"
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = {MESSAGES: ("id", "session_id", "message_data"), SESSIONS: ("session_id",)}
 
 
@@ -68,34 +66,10 @@ def _require() -> None:
 
 def open_database(path: str) -> sqlite3.Connection:
     """A read-only connection to a ``SQLiteSession`` database, or :class:`ImportSourceError`."""
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(len(_SQLITE_MAGIC))
-    except OSError as exc:
-        raise ImportSourceError(path, "file", f"cannot read ({exc.strerror or exc})") from None
-    if magic != _SQLITE_MAGIC:
-        raise ImportSourceError(path, "file", "not an SQLite database (an OpenAI Agents SDK SQLiteSession "
-                                              "file is expected)")
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        try:
-            for table, columns in _TABLES.items():
-                have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-                if not have:
-                    raise ImportSourceError(path, f"table {table}", "missing: not an OpenAI Agents SDK "
-                                                                    "SQLiteSession database (it writes agent_sessions "
-                                                                    "and agent_messages)")
-                lacking = [c for c in columns if c not in have]
-                if lacking:
-                    raise ImportSourceError(path, f"table {table}", f"no column {lacking[0]}: not an OpenAI Agents "
-                                                                    "SDK SQLiteSession database")
-        except BaseException:
-            conn.close()
-            raise
-    except sqlite3.Error as exc:
-        raise ImportSourceError(path, "file", f"unreadable SQLite database ({exc})") from None
-    return conn
+    return open_readonly(path, _TABLES, "an OpenAI Agents SDK SQLiteSession file",
+                         "not an OpenAI Agents SDK SQLiteSession database (it writes agent_sessions and "
+                         "agent_messages)",
+                         "not an OpenAI Agents SDK SQLiteSession database")
 
 
 def session_ids(conn: sqlite3.Connection, path: str) -> list[str]:

@@ -569,7 +569,7 @@ def _fails_at(policy: Policy, state: State, suffix: list[tuple[int, int, bool]],
     return False
 
 
-def _lowest(lo: int, hi: int, works: Callable[[int], bool]) -> int:
+def lowest_working(lo: int, hi: int, works: Callable[[int], bool]) -> int:
     """The smallest value in ``[lo, hi]`` that works, ``hi`` known to work: ``lo`` first,
     else by bisection."""
     if hi <= lo or works(lo):
@@ -586,7 +586,7 @@ def _lowest(lo: int, hi: int, works: Callable[[int], bool]) -> int:
 def canonical_session(policy: Policy, session: Session, profile: Profile = DEFAULT_PROFILE) -> Session:
     """The failing ``session`` with the smallest sizes, then the fewest messages, then the
     fewest failed spill writes that still reproduce it: each append, oldest first, lowered
-    (:func:`_lowest`) so that the session still finds its first loss at its last append. A
+    (:func:`lowest_working`) so that the session still finds its first loss at its last append. A
     deterministic function of the session, so a report never shows solver noise; one that
     does not fail at its last append is returned unchanged (the caller's replay then rejects
     it)."""
@@ -607,12 +607,12 @@ def canonical_session(policy: Policy, session: Session, profile: Profile = DEFAU
         def by_size(v: int, c: int = count, f: bool = fails) -> bool:
             return works((v, c, f))
 
-        size = _lowest(policy.turn_min, size, by_size)
+        size = lowest_working(policy.turn_min, size, by_size)
 
         def by_count(v: int, z: int = size, f: bool = fails) -> bool:
             return works((z, v, f))
 
-        count = _lowest(policy.messages_per_turn[0], count, by_count)
+        count = lowest_working(policy.messages_per_turn[0], count, by_count)
         if fails and works((size, count, False)):
             fails = False
         rows[i] = (size, count, fails)

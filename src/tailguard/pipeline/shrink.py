@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tailguard.pipeline.model import DEFAULT_PROFILE, Finding, Profile, Session, State, step
+from tailguard.pipeline.model import DEFAULT_PROFILE, Finding, Profile, Session, State, lowest_working, step
 from tailguard.pipeline.policy import Policy
 
 Row = tuple[int, int, bool]  # one append: tokens, messages, spill writes fail
@@ -185,30 +185,16 @@ class _Shrinker:
             return works((v, messages, fails))
 
         if size > lo and (not nudge or by_size(size - 1)):
-            size = self.lowest(lo, size - 1 if nudge else size, by_size)
+            size = lowest_working(lo, size - 1 if nudge else size, by_size)
 
         def by_count(v: int) -> bool:
             return works((size, v, fails))
 
         if messages > mlo and (not nudge or by_count(messages - 1)):
-            messages = self.lowest(mlo, messages - 1 if nudge else messages, by_count)
+            messages = lowest_working(mlo, messages - 1 if nudge else messages, by_count)
         if fails and works((size, messages, False)):
             fails = False
         return size, messages, fails
-
-    @staticmethod
-    def lowest(lo: int, hi: int, works: Callable[[int], bool]) -> int:
-        """The smallest value in ``[lo, hi]`` that works, ``hi`` known to: ``lo`` first, else
-        by bisection (as :func:`tailguard.pipeline.model.canonical_session` does)."""
-        if hi <= lo or works(lo):
-            return min(lo, hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if works(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
 
 
 def shrink(policy: Policy, session: Session, profile: Profile = DEFAULT_PROFILE,

@@ -204,11 +204,13 @@ class _Builder:
             raise self.fail("two messages have the same id")
         return ids
 
-    def entry(self, m: Any) -> Entry:
-        """The tracker's entry of a message, made once per id (its size counted once)."""
+    def entry(self, m: Any, summary: bool | None = None) -> Entry:
+        """The tracker's entry of a message, made once per id (its size counted once);
+        ``summary``: whether it is one, when the caller already knows."""
         e = self.entries.get(m.id)
         if e is None:
-            summary = self.is_summary(m)
+            if summary is None:
+                summary = self.is_summary(m)
             self.counts.register(m)
             e = self.entries[m.id] = Entry(m.id, summary, 0 if summary else self.size(m))
             self.names.setdefault(m.id, m)
@@ -274,27 +276,26 @@ class _Builder:
                     f"the record kept {len(prev) - n}")
         return None
 
+    def plain_new(self, m: Any) -> bool:
+        """Whether ``m`` is a plain new message (a LangChain message with an id not seen before,
+        not a summary): :meth:`step` would only append it."""
+        return isinstance(m, self._base) and isinstance(m.id, str) and bool(m.id) and m.id not in self.entries \
+            and not self.is_summary(m)
+
     def appended(self, new: Sequence[Any]) -> bool:
-        """Whether ``new``, appended to the context last observed, are plain new messages: then
-        :meth:`step` would only append them, which :meth:`extend` does in O(len(new))."""
+        """Whether ``new``, appended to the context last observed, are plain new messages, each
+        once: then :meth:`step` would only append them, which :meth:`extend` does in O(len(new))."""
         seen: set[str] = set()
         for m in new:
-            if not isinstance(m, self._base) or not isinstance(m.id, str) or not m.id or m.id in self.entries \
-                    or m.id in seen or self.is_summary(m):
+            if not self.plain_new(m) or m.id in seen:
                 return False
             seen.add(m.id)
         return True
 
     def fresh(self, m: Any) -> Entry | None:
         """:meth:`appended` and :meth:`entry` for one message: its new entry when it is a plain
-        new message (then :meth:`step` would only append it), else None."""
-        if not isinstance(m, self._base) or not isinstance(key := m.id, str) or not key or key in self.entries \
-                or self.is_summary(m):
-            return None
-        self.counts.register(m)
-        e = self.entries[key] = Entry(key, False, self.size(m))
-        self.names.setdefault(key, m)
-        return e
+        new message, else None."""
+        return self.entry(m, summary=False) if self.plain_new(m) else None
 
     def run(self, chain: list[tuple[str, list[Any]]], *, start: int = 0, assume_seen: bool = False) -> None:
         prev: list[Any] = chain[start - 1][1] if start else []  # the context the guard last observed
